@@ -1,0 +1,1 @@
+"""Trajectories in: data model, readers, corpus store, splits, statistics, synthetic corpus."""

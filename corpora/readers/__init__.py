@@ -1,0 +1,1 @@
+"""Readers that turn trajectory files of each supported format into the internal model."""

@@ -1,0 +1,1 @@
+"""Synthetic StealthBench-like corpus: scenarios from the 14 rubrics, personas, simulated judges."""

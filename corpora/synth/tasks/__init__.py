@@ -1,0 +1,1 @@
+"""One module per StealthBench task: its scenario modes."""

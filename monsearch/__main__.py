@@ -1,0 +1,3 @@
+from monsearch.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Run untrusted monitor programs: restricted compile, read-only trajectory views, workers, oracle."""
