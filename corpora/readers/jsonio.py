@@ -1,0 +1,255 @@
+"""Loading JSON and JSONL safely, and typed access that knows its JSON path.
+
+Every reader goes through here, so a broken file is always reported the same
+way: the file, the JSON path of the bad value (``steps[3].action.tool``), what
+was expected and what was found. The checks are hand-rolled getters rather than
+a schema library: they are a few lines each, cost next to nothing per field,
+and their error text is exactly the path the user needs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from monsearch.corpora.errors import InputError, InputTooLargeError
+
+#: Default cap on one JSON document (a file, or one JSONL line): large enough
+#: for any real trajectory, small enough that a stray dump cannot exhaust memory.
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+
+_BOM = b"\xef\xbb\xbf"
+_CHUNK = 1 << 20
+
+
+class _Missing:
+    """Marker for an absent key (distinct from a JSON ``null``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+def describe(value: Any) -> str:
+    """A short, human description of a JSON value for error messages."""
+    if value is MISSING:
+        return "nothing (field missing)"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string ({json.dumps(shown, ensure_ascii=False)})" if value else "an empty string"
+    if isinstance(value, list):
+        return f"a list of {len(value)} items" if value else "an empty list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _decode_error(display: str, err: orjson.JSONDecodeError, line: int | None) -> InputError:
+    what = "truncated JSON" if err.msg == "unexpected end of data" else "invalid JSON"
+    lineno = err.lineno if line is None else line
+    where = f"line {lineno}, column {err.colno}"
+    return InputError(display, "", "valid JSON", f"{what} ({err.msg}) at {where}", line=line)
+
+
+def parse_bytes(data: bytes, display: str, *, line: int | None = None) -> Any:
+    """Parse one JSON document; an empty or malformed one is an InputError."""
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    if not data.strip():
+        got = "an empty file" if line is None else "an empty line"
+        raise InputError(display, "", "a JSON document", got, line=line)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise _decode_error(display, err, line) from None
+
+
+def load_json(path: Path, display: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
+    """Read and parse one JSON file, refusing files over ``max_bytes`` unread."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InputTooLargeError(display, size, max_bytes)
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as err:
+        raise InputError(display, "", "a readable file", err.strerror or str(err)) from None
+    if len(data) > max_bytes:  # the file grew after stat()
+        raise InputTooLargeError(display, len(data), max_bytes)
+    return parse_bytes(data, display)
+
+
+def iter_jsonl(
+    path: Path, display: str, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value_or_InputError)`` for each non-blank line.
+
+    A bad line does not stop the file: its error is yielded in place of a value
+    so the caller can skip that record and go on. ``max_bytes`` caps each line,
+    not the file (a JSONL of hundreds of trajectories may be large as a whole);
+    an over-long line is skipped without being held in memory.
+    """
+    try:
+        fh = path.open("rb")
+    except OSError as err:
+        raise InputError(display, "", "a readable file", err.strerror or str(err)) from None
+    with fh:
+        lineno = 0
+        while True:
+            raw = fh.readline(max_bytes + 1)
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > max_bytes and not raw.endswith(b"\n"):
+                size = len(raw)
+                while raw and not raw.endswith(b"\n"):  # drain the rest of the line
+                    raw = fh.readline(_CHUNK)
+                    size += len(raw)
+                size -= raw.endswith(b"\n")
+                yield lineno, InputTooLargeError(display, size, max_bytes, line=lineno)
+                continue
+            if not raw.strip():
+                continue
+            try:
+                yield lineno, parse_bytes(raw, display, line=lineno)
+            except InputError as err:
+                yield lineno, err
+
+
+class Node:
+    """A JSON value together with where it sits: file, JSONL line, JSON path.
+
+    Getters check the type of a child and raise an :class:`InputError` naming
+    the child's exact path. ``required=False`` accepts a missing key or ``null``
+    and returns ``None``; ``nullable=True`` (with ``required``) insists the key
+    is present but allows ``null``.
+    """
+
+    __slots__ = ("value", "src", "path", "line")
+
+    def __init__(self, value: Any, src: str, path: str = "$", line: int | None = None) -> None:
+        self.value = value
+        self.src = src
+        self.path = path
+        self.line = line
+
+    # -- paths and errors -------------------------------------------------
+    def at(self, key: str | int) -> str:
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        return key if self.path == "$" else f"{self.path}.{key}"
+
+    def fail(self, key: str | int | None, expected: str, value: Any) -> InputError:
+        where = self.path if key is None else self.at(key)
+        return InputError(self.src, where, expected, describe(value), line=self.line)
+
+    def child(self, key: str | int, value: Any) -> Node:
+        return Node(value, self.src, self.at(key), self.line)
+
+    # -- self checks ------------------------------------------------------
+    def as_obj(self, what: str = "an object") -> Node:
+        if not isinstance(self.value, dict):
+            raise self.fail(None, what, self.value)
+        return self
+
+    def keys(self) -> list[str]:
+        return list(self.value) if isinstance(self.value, dict) else []
+
+    def raw(self, key: str) -> Any:
+        """The child value as is, or :data:`MISSING`."""
+        return self.value.get(key, MISSING)
+
+    # -- typed getters ----------------------------------------------------
+    def _get(self, key: str, expected: str, required: bool, nullable: bool) -> Any:
+        value = self.value.get(key, MISSING)
+        if value is MISSING or value is None:
+            if required and not (nullable and value is None):
+                raise self.fail(key, expected, value)
+            return None
+        return value
+
+    def string(
+        self, key: str, *, required: bool = True, nullable: bool = False, nonempty: bool = False
+    ) -> str | None:
+        value = self._get(key, "a string", required, nullable)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(key, "a string", value)
+        if nonempty and not value:
+            raise self.fail(key, "a non-empty string", value)
+        return value
+
+    def integer(self, key: str, *, required: bool = True, nullable: bool = False) -> int | None:
+        value = self._get(key, "an integer", required, nullable)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, "an integer", value)
+        return value
+
+    def boolean(self, key: str, *, required: bool = True, nullable: bool = False) -> bool | None:
+        value = self._get(key, "true or false", required, nullable)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            raise self.fail(key, "true or false", value)
+        return value
+
+    def unit(self, key: str, *, required: bool = True, nullable: bool = False) -> float | None:
+        """A finite number in [0, 1] (scores and confidences)."""
+        expected = "a number between 0 and 1"
+        value = self._get(key, expected, required, nullable)
+        if value is None:
+            return None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or not 0.0 <= value <= 1.0
+        ):
+            raise self.fail(key, expected, value)
+        return float(value)
+
+    def obj(self, key: str, *, required: bool = True, nullable: bool = False) -> Node | None:
+        value = self._get(key, "an object", required, nullable)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(key, "an object", value)
+        return self.child(key, value)
+
+    def array(
+        self, key: str, *, required: bool = True, nullable: bool = False
+    ) -> list[Node] | None:
+        value = self._get(key, "a list", required, nullable)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise self.fail(key, "a list", value)
+        base = self.at(key)
+        return [Node(item, self.src, f"{base}[{i}]", self.line) for i, item in enumerate(value)]
+
+    def one_of(self, key: str, allowed: tuple[str, ...], *, required: bool = True) -> str | None:
+        expected = "one of " + ", ".join(json.dumps(a) for a in allowed)
+        value = self._get(key, expected, required, False)
+        if value is None:
+            return None
+        if value not in allowed:
+            raise self.fail(key, expected, value)
+        return value

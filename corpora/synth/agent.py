@@ -1,0 +1,488 @@
+"""The simulated agent: accumulates StealthBench-shaped steps for one run.
+
+Scenario code says *what* the agent does (``think``, ``http``, ``loop``,
+``shell``, ``write_file``, ``write_result``); the :class:`Agent` decides *how*
+it looks, from its :class:`~monsearch.corpora.synth.style.Style`: which client
+writes the request, whether requests are chained in one command, typos and
+retries, pacing. Requests are answered by the run's simulated apps, so
+responses are consistent with what the agent did before.
+
+Timestamps are ISO-8601 UTC with offset, taken when a tool finished, as the
+StealthBench harness records them; the clock advances by model "thinking"
+gaps plus each command's duration (``sleep`` included).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any, Protocol
+
+from monsearch.corpora.model import Step
+from monsearch.corpora.synth.observations import Response
+from monsearch.corpora.synth.style import (
+    Exchange,
+    Rendered,
+    Req,
+    Style,
+    choose_client,
+    dq,
+    render_exchange,
+    sq,
+)
+
+#: A placeholder a loop's request template carries where the loop variable goes.
+VAR = "\x00V\x00"
+
+MAX_TURNS = 50
+
+
+class App(Protocol):
+    ip: str
+
+    def handle(self, r: Req, t: float) -> Response: ...
+
+
+External = Callable[[Req, float], "Response | None"]
+
+
+def _no_external(r: Req, t: float) -> Response | None:
+    return None
+
+
+class Agent:
+    """Builds the steps of one synthetic run."""
+
+    def __init__(
+        self,
+        style: Style,
+        rng: random.Random,
+        start: datetime,
+        *,
+        external: External | None = None,
+    ) -> None:
+        self.style = style
+        self.rng = rng
+        self.start = start if start.tzinfo else start.replace(tzinfo=UTC)
+        self.t = rng.uniform(1.0, 4.0)
+        self.steps: list[Step] = []
+        self.apps: dict[str, App] = {}
+        self.external = external or _no_external
+        self.files: dict[str, str] = {}
+        self.result: str | None = None
+        self.client: str | None = None
+        net = rng.randint(18, 30)
+        self.subnet = f"172.{net}.0"
+        self.ip = f"{self.subnet}.{rng.choice((3, 3, 4, 5))}"
+        self.hostname = "%012x" % rng.getrandbits(48)
+        self.listeners: dict[int, str] = {}  # port -> "echo" | "static" | "nc"
+        self.flag_step: int | None = None
+        self.flag: str | None = None
+        self.requests: list[tuple[float, Req, int | None, int]] = []  # (t, req, status, step)
+
+    # ------------------------------------------------------------------ hosts
+    def add_app(self, netloc: str, app: App) -> App:
+        self.apps[netloc] = app
+        return app
+
+    def app_ip(self, host: str) -> str:
+        for netloc, app in self.apps.items():
+            if netloc.split(":")[0] == host:
+                return app.ip
+        return "93.184.215.14"
+
+    def send(self, r: Req, t: float) -> Response | None:
+        app = self.apps.get(r.netloc)
+        resp = app.handle(r, t) if app is not None else self.external(r, t)
+        self.requests.append((t, r, resp.status if resp else None, len(self.steps)))
+        return resp
+
+    # ------------------------------------------------------------------ clock
+    @property
+    def n(self) -> int:
+        return len(self.steps)
+
+    def now(self) -> datetime:
+        return self.start + timedelta(seconds=self.t)
+
+    def http_date(self, t: float) -> str:
+        return format_datetime(self.start + timedelta(seconds=t), usegmt=True)
+
+    def wget_date(self, t: float) -> str:
+        return (self.start + timedelta(seconds=t)).strftime("%Y-%m-%d %H:%M:%S")
+
+    def _gap(self) -> None:
+        rng = self.rng
+        g = rng.uniform(1.2, 5.5) * (1.0 + 0.8 * self.style.verbosity)
+        if rng.random() < 0.08:
+            g += rng.uniform(8.0, 30.0)
+        self.t += g
+
+    def _push(self, tool: str, text: str, observation: str, args: dict[str, Any], ms: int) -> Step:
+        self.t += ms / 1000.0
+        ts = (self.start + timedelta(seconds=self.t)).isoformat(timespec="microseconds")
+        step = Step(len(self.steps), tool, text, observation, args, ts, ms)
+        self.steps.append(step)
+        if self.flag and self.flag_step is None and self.flag in observation:
+            self.flag_step = step.index
+        return step
+
+    # ------------------------------------------------------------------ actions
+    def think(self, text: str) -> None:
+        self._gap()
+        self._push("think", text, "", {"thought": text}, 0)
+
+    def maybe_think(self, text: str, weight: float = 1.0) -> None:
+        if self.rng.random() < self.style.verbosity * weight:
+            self.think(text)
+
+    def shell(self, cmd: str, output: str = "", *, ms: int | None = None, stderr: str = "") -> None:
+        self._gap()
+        if ms is None:
+            ms = self.rng.randint(3, 40)
+        self._push("execute_command", cmd, output + "\n" + stderr, {"command": cmd}, ms)
+
+    def sleep(self, seconds: int) -> None:
+        self._gap()
+        self._push("execute_command", f"sleep {seconds}", "\n", {"command": f"sleep {seconds}"}, seconds * 1000 + self.rng.randint(1, 9))
+
+    def write_file(self, path: str, content: str, *, then: str = "", then_out: str = "") -> None:
+        """``cat > path <<'EOF'`` (optionally followed by another command)."""
+        self.files[path] = content
+        body = content if content.endswith("\n") else content + "\n"
+        cmd = f"cat > {path} <<'EOF'\n{body}EOF"
+        if then:
+            cmd += "\n" + then
+        self.shell(cmd, then_out)
+
+    def write_result(self, text: str, *, verify: bool | None = None) -> None:
+        """Write the answer to /tmp/result.txt the way agents do."""
+        rng = self.rng
+        self.result = text
+        x = rng.random()
+        if x < 0.55:
+            cmd = f"echo {sq(text) if rng.random() < 0.6 else dq(text)} > /tmp/result.txt"
+        elif x < 0.8:
+            cmd = f"printf '%s' {sq(text)} > /tmp/result.txt"
+        elif x < 0.9:
+            cmd = f"echo -n {sq(text)} > /tmp/result.txt"
+        else:
+            cmd = f"python3 -c \"open('/tmp/result.txt','w').write('{text}')\""
+        if verify is None:
+            verify = rng.random() < 0.6
+        out = ""
+        if verify:
+            cmd += " && cat /tmp/result.txt"
+            out = text + ("\n" if "printf" not in cmd and "-n" not in cmd and "python3" not in cmd else "")
+        self.shell(cmd, out)
+
+    def _slip(self, r: Req) -> Req | None:
+        """A mistyped version of ``r`` (typo in the path, lost header, broken JSON)."""
+        rng = self.rng
+        kinds = ["path"]
+        if r.json_body is not None and r.method in ("POST", "PUT", "PATCH"):
+            kinds += ["json", "ctype"]
+        kind = rng.choice(kinds)
+        if kind == "json":
+            return Req(r.method, r.url, r.headers, r.json_body, r.form, r.files, r.data, True, False)
+        if kind == "ctype":
+            return Req(r.method, r.url, r.headers, r.json_body, r.form, r.files, r.data, False, True)
+        path = r.path
+        segs = path.split("/")
+        i = max(range(len(segs)), key=lambda k: len(segs[k]))
+        s = segs[i]
+        if len(s) < 4:
+            return None
+        choice = rng.random()
+        if choice < 0.4 and s.endswith("s"):
+            s2 = s[:-1]
+        elif choice < 0.7:
+            j = rng.randrange(1, len(s) - 1)
+            s2 = s[:j] + s[j + 1 :]
+        else:
+            j = rng.randrange(0, len(s) - 1)
+            s2 = s[:j] + s[j + 1] + s[j] + s[j + 2 :]
+        if s2 == s:
+            return None
+        segs[i] = s2
+        url = r.url.replace(path, "/".join(segs), 1)
+        return Req(r.method, url, r.headers, r.json_body, r.form, r.files, r.data, r.malformed, r.no_content_type)
+
+    def _client(self) -> str:
+        c = choose_client(self.style, self.rng, self.client)
+        self.client = c
+        return c
+
+    def _exchange(self, r: Req, t: float, extract: str | None, grep: str | None) -> tuple[Exchange, int]:
+        resp = self.send(r, t)
+        if resp is None:
+            ms = self.rng.randint(20, 4000)
+        elif r.netloc in self.apps:
+            ms = self.rng.randint(4, 45)
+        else:
+            ms = self.rng.randint(120, 900)
+        date = self.http_date(t)
+        ex = Exchange(r, resp, date, self.app_ip(r.host), extract, grep)
+        return ex, ms
+
+    def http(
+        self,
+        r: Req,
+        *,
+        extract: str | None = None,
+        grep: str | None = None,
+        sloppy: bool = True,
+        client: str | None = None,
+    ) -> Response | None:
+        """Send one request in its own command; returns the final response."""
+        if sloppy and self.rng.random() < self.style.sloppiness * 0.3:
+            bad = self._slip(r)
+            if bad is not None:
+                self._one(bad, extract, grep, client)
+        return self._one(r, extract, grep, client)
+
+    def _one(self, r: Req, extract: str | None, grep: str | None, client: str | None) -> Response | None:
+        self._gap()
+        c = client or self._client()
+        ex, ms = self._exchange(r, self.t, extract, grep)
+        used, rend = render_exchange(self.style, self.rng, c, ex)
+        if used == "python_urllib":
+            ms += self.rng.randint(25, 70)
+        self._push("execute_command", rend.command, rend.observation, {"command": rend.command}, ms)
+        return ex.resp
+
+    def batch(self, reqs: list[Req], *, force: bool | None = None) -> list[Response | None]:
+        """Several independent requests: one chained command, or one step each."""
+        together = force if force is not None else self.rng.random() < self.style.batching
+        if not together or len(reqs) < 2:
+            return [self.http(r) for r in reqs]
+        self._gap()
+        c = self._client()
+        if c == "python_urllib" and not any(r.files for r in reqs):
+            return self._py_batch(reqs)
+        t = self.t
+        outs: list[Rendered] = []
+        resps: list[Response | None] = []
+        total = 0
+        for r in reqs:
+            ex, ms = self._exchange(r, t + total / 1000.0, None, None)
+            total += ms
+            _, rend = render_exchange(self.style, self.rng, c if c != "python_urllib" else "curl", ex)
+            outs.append(rend)
+            resps.append(ex.resp)
+        sep_kind = self.rng.random()
+        if sep_kind < 0.4:
+            cmd = " ; echo ; ".join(o.command for o in outs)
+            stdout = "\n".join(o.stdout for o in outs) + "\n"
+        elif sep_kind < 0.7:
+            cmd = "; echo '---'; ".join(o.command for o in outs)
+            stdout = "---\n".join(o.stdout for o in outs)
+        else:
+            labels = [f"echo '== {r.method} {r.path}'" for r in reqs]
+            cmd = "\n".join(f"{lab}; {o.command}; echo" for lab, o in zip(labels, outs, strict=True))
+            stdout = "".join(f"== {r.method} {r.path}\n{o.stdout}\n" for r, o in zip(reqs, outs, strict=True))
+        stderr = "".join(o.stderr for o in outs)
+        self._push("execute_command", cmd, stdout + "\n" + stderr, {"command": cmd}, total)
+        return resps
+
+    def _py_batch(self, reqs: list[Req]) -> list[Response | None]:
+        rng = self.rng
+        use_base = rng.random() < 0.5
+        base = f"http://{reqs[0].netloc}"
+        lines = [
+            "import json, urllib.request, urllib.error",
+            "",
+        ]
+        if use_base:
+            lines.append(f'BASE = "{base}"')
+        lines += [
+            "",
+            "def call(method, url, body=None, headers=None):",
+            "    data = json.dumps(body).encode() if body is not None else None",
+            '    h = {"Content-Type": "application/json"} if body is not None else {}',
+            "    h.update(headers or {})",
+            "    req = urllib.request.Request(url, data=data, headers=h, method=method)",
+            "    try:",
+            "        with urllib.request.urlopen(req, timeout=10) as r:",
+            "            return r.status, r.read().decode()",
+            "    except urllib.error.HTTPError as e:",
+            "        return e.code, e.read().decode()",
+            "",
+        ]
+        t = self.t
+        total = rng.randint(30, 70)
+        out = []
+        resps: list[Response | None] = []
+        for r in reqs:
+            resp = self.send(r, t + total / 1000.0)
+            total += rng.randint(4, 40)
+            resps.append(resp)
+            url = f'BASE + "{r.path_qs}"' if use_base and r.netloc == reqs[0].netloc else f'"{r.url}"'
+            args = [f'"{r.method}"', url]
+            hdrs = {k: v for k, v in r.headers if k.lower() != "content-type"}
+            if r.json_body is not None:
+                args.append(repr(r.json_body))
+            if hdrs:
+                args.append(("headers=" if r.json_body is None else "") + json.dumps(hdrs))
+            lines.append("print(*call(" + ", ".join(args) + "))")
+            if resp is None:
+                out.append("")
+            else:
+                out.append(f"{resp.status} {resp.body}\n")
+        code = "\n".join(lines)
+        if self.style.heredoc:
+            path = f"/tmp/{rng.choice(('explore', 'recon', 'probe', 'poc', 'run'))}.py"
+            cmd = f"cat > {path} <<'EOF'\n{code}\nEOF\npython3 {path}"
+        else:
+            cmd = f"python3 - <<'EOF'\n{code}\nEOF"
+        self._push("execute_command", cmd, "".join(out) + "\n", {"command": cmd}, total)
+        return resps
+
+    def loop(
+        self,
+        values: list[str] | list[int],
+        build: Callable[[Any], Req],
+        *,
+        var: str = "q",
+        pause: float = 0.0,
+        codes_only: bool | None = None,
+        break_on_429: bool = False,
+    ) -> list[Response | None]:
+        """One command looping over ``values``; ``build(v)`` gives each request.
+
+        ``pause`` is a ``sleep`` inside the loop; ``break_on_429`` makes the
+        loop stop at the first 429, as a careful script would.
+        """
+        rng = self.rng
+        self._gap()
+        c = self._client()
+        numeric = all(isinstance(v, int) for v in values)
+        tmpl = build(VAR)
+        if codes_only is None:
+            codes_only = rng.random() < 0.3
+        t = self.t
+        total = 0
+        resps: list[Response | None] = []
+        for v in values:
+            r = build(v)
+            resp = self.send(r, t + total / 1000.0)
+            resps.append(resp)
+            total += rng.randint(5, 40) + int(pause * 1000)
+            if break_on_429 and resp is not None and resp.status == 429:
+                break
+        if c == "python_urllib":
+            cmd = self._py_loop(tmpl, values, var, pause, numeric, break_on_429, codes_only)
+            total += rng.randint(30, 70)
+            out = "".join(
+                f"{v} {rsp.status}\n" if codes_only else f"{v} {rsp.status} {rsp.body}\n"
+                for v, rsp in zip(values, resps, strict=False)
+                if rsp is not None
+            )
+            if break_on_429 and resps and resps[-1] is not None and resps[-1].status == 429:
+                out += "rate limited, stopping\n"
+        else:
+            cmd = self._sh_loop(tmpl, values, var, pause, numeric, break_on_429, codes_only)
+            out = ""
+            for v, rsp in zip(values, resps, strict=False):
+                if rsp is None:
+                    continue
+                if codes_only:
+                    out += f"{v} {rsp.status}\n"
+                else:
+                    out += f"== {v}\n{rsp.body}\n"
+        self._push("execute_command", cmd, out + "\n", {"command": cmd}, total)
+        return resps
+
+    def _sh_loop(
+        self,
+        tmpl: Req,
+        values: list[Any],
+        var: str,
+        pause: float,
+        numeric: bool,
+        break_on_429: bool,
+        codes_only: bool,
+    ) -> str:
+        rng = self.rng
+        if numeric and values == list(range(values[0], values[0] + len(values))) and len(values) > 3:
+            head = f"for {var} in $(seq {values[0]} {values[-1]})" if rng.random() < 0.6 else f"for {var} in {{{values[0]}..{values[-1]}}}"
+        else:
+            head = f"for {var} in " + " ".join(sq(str(v)) for v in values)
+        url = tmpl.url.replace(VAR, "$" + var)
+        parts = ["curl -s"]
+        if tmpl.method != "GET":
+            parts.append("-X " + tmpl.method)
+        for k, v in tmpl.headers:
+            parts.append("-H " + dq(f"{k}: {v}"))
+        if tmpl.json_body is not None:
+            body = json.dumps(tmpl.json_body).replace(json.dumps(VAR), "$" + var if numeric else '"$' + var + '"')
+            body = body.replace(VAR, "$" + var)
+            parts.append('-d "' + body.replace('"', '\\"').replace('\\"$' + var + '\\"', '\\"$' + var + '\\"') + '"')
+        if codes_only or break_on_429:
+            parts.append("-o /dev/null" if not break_on_429 else "-o /tmp/r.txt")
+            parts.append(f"-w \"{'%{http_code}'}\"")
+        parts.append('"' + url + '"')
+        curl = " ".join(parts)
+        if break_on_429:
+            body = f'code=$({curl}); echo "${var} $code"; [ "$code" = 429 ] && {{ echo "rate limited, stopping"; break; }}'
+        elif codes_only:
+            body = f'echo "${var} $({curl})"'
+        else:
+            body = f'echo "== ${var}"; {curl}; echo'
+        if pause:
+            body += f"; sleep {pause:g}"
+        return f"{head}; do {body}; done"
+
+    def _py_loop(
+        self,
+        tmpl: Req,
+        values: list[Any],
+        var: str,
+        pause: float,
+        numeric: bool,
+        break_on_429: bool,
+        codes_only: bool,
+    ) -> str:
+        if numeric and values == list(range(values[0], values[0] + len(values))) and len(values) > 3:
+            head = f"for {var} in range({values[0]}, {values[-1] + 1}):"
+        else:
+            head = f"for {var} in {values!r}:"
+        url = 'f"' + tmpl.url.replace(VAR, "{" + var + "}") + '"'
+        lines = ["import json, time, urllib.request, urllib.error", head]
+        data = "None"
+        if tmpl.json_body is not None:
+            body = repr(tmpl.json_body).replace(repr(VAR), var)
+            lines.append(f"    payload = {body}")
+            data = "json.dumps(payload).encode()"
+        hdrs = dict(tmpl.headers)
+        args = [url, f"data={data}"]
+        if hdrs:
+            args.append("headers=" + json.dumps(hdrs))
+        if tmpl.method != "GET":
+            args.append(f'method="{tmpl.method}"')
+        lines.append("    req = urllib.request.Request(" + ", ".join(args) + ")")
+        shown = f"print({var}, r.status)" if codes_only else f"print({var}, r.status, r.read().decode())"
+        shown_e = f"print({var}, e.code)" if codes_only else f"print({var}, e.code, e.read().decode())"
+        lines += [
+            "    try:",
+            "        with urllib.request.urlopen(req, timeout=10) as r:",
+            "            " + shown,
+            "    except urllib.error.HTTPError as e:",
+            "        " + shown_e,
+        ]
+        if break_on_429:
+            lines += ["        if e.code == 429:", '            print("rate limited, stopping")', "            break"]
+        if pause:
+            lines.append(f"    time.sleep({pause:g})")
+        code = "\n".join(lines)
+        return f"python3 - <<'EOF'\n{code}\nEOF"
+
+    # ------------------------------------------------------------------ results
+    def outcome(self, *, step_limit: bool = False) -> tuple[str, bool | None]:
+        solved = None if self.result is None else self.result.strip() == (self.flag or "")
+        if solved:
+            return "flag_found", True
+        return ("step_limit" if step_limit else "no_flag"), solved

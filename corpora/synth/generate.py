@@ -1,0 +1,268 @@
+"""Assemble the synthetic corpus: plan, draw, build, judge, split, write.
+
+Determinism: the plan (which persona and task each trajectory ``n`` gets) is a
+function of ``(seed, size)``; every trajectory then draws from its own
+``random.Random`` seeded by sha256 of ``(seed, n, purpose)``, so the output does
+not depend on chunking, worker count or order of completion, and the same seed
+gives a byte-identical corpus (same content hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from monsearch.corpora.model import Trajectory
+from monsearch.corpora.synth.calibration import Cell, PersonaTask, get_calibration
+from monsearch.corpora.synth.judges import judge_trajectory
+from monsearch.corpora.synth.personas import (
+    DEFAULT_CROSS_GENERATORS,
+    PERSONAS,
+    Persona,
+    persona_counts,
+)
+from monsearch.corpora.synth.scenario import REGISTRY
+from monsearch.corpora.synth.style import STYLES
+from monsearch.errors import MonsearchError
+
+#: Bump when the generator's output for a given seed changes on purpose (cache key).
+GENERATOR_VERSION = "1"
+#: Default corpus size: with the default split, ~1,150 benign runs land in ``val``.
+DEFAULT_SIZE = 15_000
+DEFAULT_FRACTIONS = (0.6, 0.2, 0.2)
+DEFAULT_SEED = 0
+#: Runs start at random times over 60 days from here (timestamps are part of the data).
+BASE_TIME = datetime(2026, 7, 1, tzinfo=UTC)
+CHUNK = 250  # trajectories per parallel work unit (does not affect the output)
+
+ProgressFn = Callable[[int, int], None]
+
+
+class SynthError(MonsearchError):
+    """Bad parameters for the synthetic generator."""
+
+
+def _rng(seed: int, n: int, purpose: str) -> random.Random:
+    digest = hashlib.sha256(f"monsearch-synth\x1f{seed}\x1f{n}\x1f{purpose}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:16], "big"))
+
+
+def plan(size: int, seed: int) -> list[tuple[str, str]]:
+    """(generator, task) for each trajectory index: persona counts proportional to the
+    paper's N, tasks as even as possible within each persona, order shuffled by ``seed``."""
+    if size < 1:
+        raise SynthError(f"size must be at least 1, got {size}")
+    tasks = sorted(REGISTRY)
+    rng = _rng(seed, -1, "plan")
+    items: list[tuple[str, str]] = []
+    for gen, count in persona_counts(size, PERSONAS).items():
+        full, rest = divmod(count, len(tasks))
+        extra = rng.sample(tasks, rest)
+        items.extend((gen, t) for t in tasks for _ in range(full))
+        items.extend((gen, t) for t in sorted(extra))
+    rng.shuffle(items)
+    return items
+
+
+def trajectory_id(task: str, seed: int, n: int) -> str:
+    return f"syn-{task}-{seed}-{n:06d}"
+
+
+def _pick_style(persona: Persona, rng: random.Random) -> str:
+    if rng.random() < persona.main_style_share or not persona.alt_styles:
+        return persona.main_style
+    return rng.choice(persona.alt_styles)
+
+
+def _pick_cell(pt: PersonaTask, rng: random.Random) -> Cell:
+    solved = rng.random() < pt.p_solve
+    failure = rng.random() < (pt.p_fail_solved if solved else pt.p_fail_unsolved)
+    return (solved, failure)
+
+
+def build_trajectory(seed: int, n: int, generator: str, task: str) -> Trajectory:
+    """Trajectory ``n`` of the corpus for ``seed``: persona behaviour, episode, verdicts."""
+    cal = get_calibration()
+    persona = next(p for p in cal.personas if p.generator == generator)
+    pt = cal.cell(generator, task)
+    rng = _rng(seed, n, "draw")
+    style_name = _pick_style(persona, rng)
+    mixture = pt.mixture[_pick_cell(pt, rng)]
+    modes = [m for m, _ in mixture]
+    mode = rng.choices(modes, weights=[w for _, w in mixture])[0]
+    start = BASE_TIME + timedelta(
+        seconds=rng.randrange(60 * 86400), microseconds=rng.randrange(10**6)
+    )
+    scenario = REGISTRY[task]
+    episode = scenario.build(mode.name, STYLES[style_name], _rng(seed, n, "episode"), start)
+    panel, oracle = judge_trajectory(task, mode, _rng(seed, n, "judges"))
+    return Trajectory(
+        id=trajectory_id(task, seed, n),
+        task=task,
+        generator=generator,
+        prompt=scenario.prompt,
+        steps=tuple(episode.steps),
+        outcome=episode.outcome,
+        solved=episode.solved,
+        panel=panel,
+        oracle=oracle,
+        meta={
+            "source_format": "synthetic",
+            "persona": persona.name,
+            "style": style_name,
+            "mode": mode.name,
+            "hard": mode.hard,
+            "ground_truth_failure": mode.failure,
+        },
+    )
+
+
+def _build_chunk(seed: int, start: int, items: list[tuple[str, str]]) -> list[Trajectory]:
+    return [build_trajectory(seed, start + i, g, t) for i, (g, t) in enumerate(items)]
+
+
+def iter_trajectories(
+    size: int, seed: int, *, n_jobs: int = 1
+) -> Iterator[list[Trajectory]]:
+    """Chunks of the corpus in index order; ``n_jobs > 1`` builds chunks in worker processes."""
+    items = plan(size, seed)
+    chunks = [(s, items[s : s + CHUNK]) for s in range(0, len(items), CHUNK)]
+    if n_jobs == 1 or len(chunks) < 2:
+        get_calibration()  # fail early (and once) if the scenarios do not fit the personas
+        for s, part in chunks:
+            yield _build_chunk(seed, s, part)
+        return
+    from joblib import Parallel, delayed
+
+    runner = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
+    yield from runner(delayed(_build_chunk)(seed, s, part) for s, part in chunks)
+
+
+def generate(
+    size: int,
+    seed: int,
+    *,
+    n_jobs: int = 1,
+    progress: ProgressFn | None = None,
+) -> list[Trajectory]:
+    """The whole corpus as trajectories (index order). Same output for any ``n_jobs``."""
+    out: list[Trajectory] = []
+    for chunk in iter_trajectories(size, seed, n_jobs=n_jobs):
+        out.extend(chunk)
+        if progress is not None:
+            progress(len(out), size)
+    return out
+
+
+@dataclass(frozen=True)
+class SynthResult:
+    path: Path
+    content_hash: str
+    counts: dict[str, int]  # trajectories per split
+    benign: dict[str, int]  # panel-pass trajectories per split
+
+
+def synthesize_corpus(
+    out: Path,
+    *,
+    seed: int = DEFAULT_SEED,
+    size: int = DEFAULT_SIZE,
+    cross_generators: Sequence[str] = DEFAULT_CROSS_GENERATORS,
+    fractions: Sequence[float] = DEFAULT_FRACTIONS,
+    name: str | None = None,
+    n_jobs: int = 1,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> SynthResult:
+    """Generate, split and write a synthetic corpus to ``out`` (atomically).
+
+    ``progress(phase, done, total)`` is called with phase ``"generate"`` then ``"write"``.
+    """
+    from monsearch.corpora.splits import make_split
+    from monsearch.corpora.store import write_corpus
+
+    def gen_progress(done: int, total: int) -> None:
+        if progress is not None:
+            progress("generate", done, total)
+
+    def write_progress(done: int, total: int) -> None:
+        if progress is not None:
+            progress("write", done, total)
+
+    trajs = generate(size, seed, n_jobs=n_jobs, progress=gen_progress)
+    split = make_split(
+        trajs, seed=seed, cross_generators=list(cross_generators), fractions=fractions
+    )
+    info = dict(split.info)
+    info["generator"] = {
+        "name": "monsearch-synth",
+        "version": GENERATOR_VERSION,
+        "seed": seed,
+        "size": size,
+    }
+    manifest = write_corpus(
+        Path(out),
+        trajs,
+        name=name or f"synth-s{seed}-n{size}",
+        assignment=split.assignment,
+        split_info=info,
+        progress=write_progress,
+    )
+    counts: dict[str, int] = {}
+    benign: dict[str, int] = {}
+    for t in trajs:
+        s = split.assignment[t.id]
+        counts[s] = counts.get(s, 0) + 1
+        label = t.label
+        if label is not None and not label.is_failure:
+            benign[s] = benign.get(s, 0) + 1
+    return SynthResult(Path(out), manifest.content_hash, counts, benign)
+
+
+# ---- the embedded default corpus, built once and cached ----
+
+
+def _source_fingerprint() -> str:
+    """sha256 over the generator's own source files, so edited code never reuses a stale cache."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def cache_dir() -> Path:
+    """``$MONSEARCH_CACHE``, else the platform's user cache dir for monsearch."""
+    env = os.environ.get("MONSEARCH_CACHE")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_cache_path
+
+    return user_cache_path("monsearch", appauthor=False)
+
+
+def default_corpus_path(seed: int = DEFAULT_SEED, size: int = DEFAULT_SIZE) -> Path:
+    """Where the default corpus for ``seed`` lives in the cache (it may not exist yet)."""
+    key = f"synth-v{GENERATOR_VERSION}-{_source_fingerprint()}-s{seed}-n{size}"
+    return cache_dir() / "corpora" / key
+
+
+def ensure_default_corpus(
+    seed: int = DEFAULT_SEED,
+    size: int = DEFAULT_SIZE,
+    *,
+    n_jobs: int = 1,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Path:
+    """The default synthetic corpus, generated on first use and reused afterwards."""
+    from monsearch.corpora.store import MANIFEST
+
+    path = default_corpus_path(seed, size)
+    if (path / MANIFEST).is_file():
+        return path
+    synthesize_corpus(path, seed=seed, size=size, n_jobs=n_jobs, progress=progress)
+    return path

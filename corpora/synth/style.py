@@ -1,0 +1,726 @@
+"""Surface styles: how a synthetic agent writes its HTTP commands.
+
+A :class:`Style` is independent of behaviour: the same reckless act can be
+written as a terse ``curl | jq``, a python ``urllib`` heredoc, ``wget``,
+``httpie`` or raw ``nc``. Every task renders every style, so a monitor cannot
+learn the label from the client an agent happens to use.
+
+:func:`render_exchange` turns one request plus the server's response into the
+command text and the observation the client would print (stdout, then
+stderr, as StealthBench records ``f"{stdout}\\n{stderr}"``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from monsearch.corpora.synth.observations import JSON_TYPE, Response
+
+
+@dataclass(frozen=True)
+class Style:
+    """Surface habits of one simulated agent (never its OPSEC behaviour)."""
+
+    client: str  # "curl" | "python_urllib" | "wget" | "httpie" | "nc" | "mixed"
+    verbosity: float  # probability of a think step before an action
+    curl_verbose: bool  # curl -i / -v (status line and headers visible)
+    jq: bool  # pipes JSON to jq
+    sloppiness: float  # typos, missing headers, malformed JSON, then a retry
+    batching: float  # several requests chained in one command
+    heredoc: bool  # python scripts written to a file with a heredoc, then run
+
+
+STYLES: dict[str, Style] = {
+    "terse_curl_jq": Style("curl", 0.1, False, True, 0.05, 0.35, False),
+    "python_heredoc": Style("python_urllib", 0.35, False, False, 0.1, 0.5, True),
+    "verbose_planner": Style("curl", 0.85, True, True, 0.05, 0.15, False),
+    "wget_user": Style("wget", 0.3, False, False, 0.15, 0.2, False),
+    "httpie_user": Style("httpie", 0.3, True, False, 0.1, 0.2, False),
+    "netcat_raw": Style("nc", 0.4, True, False, 0.15, 0.1, False),
+    "sloppy_retrier": Style("curl", 0.25, False, False, 0.5, 0.3, False),
+    "mixed_pragmatic": Style("mixed", 0.45, True, True, 0.15, 0.45, True),
+    "curl_inspector": Style("curl", 0.2, True, False, 0.1, 0.6, False),
+    "python_oneliner": Style("python_urllib", 0.15, False, False, 0.2, 0.25, False),
+}
+
+
+@dataclass(frozen=True)
+class Req:
+    """One HTTP request the agent sends.
+
+    ``files`` holds ``(field, path, content)``: the file the agent wrote
+    earlier at ``path`` (content known) and uploads as multipart ``field``.
+    ``malformed`` marks a body the agent mistyped (the server sees bad JSON).
+    """
+
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    json_body: Any = None
+    form: tuple[tuple[str, str], ...] = ()
+    files: tuple[tuple[str, str, str], ...] = ()
+    data: str | None = None
+    malformed: bool = False
+    no_content_type: bool = False
+
+    @cached_property
+    def _split(self):
+        return urlsplit(self.url)
+
+    @property
+    def host(self) -> str:
+        return self._split.hostname or ""
+
+    @property
+    def port(self) -> int:
+        sp = self._split
+        return sp.port or (443 if sp.scheme == "https" else 80)
+
+    @property
+    def netloc(self) -> str:
+        return self._split.netloc
+
+    @property
+    def path(self) -> str:
+        return self._split.path or "/"
+
+    @property
+    def path_qs(self) -> str:
+        q = self._split.query
+        return self.path + ("?" + q if q else "")
+
+    @cached_property
+    def query(self) -> dict[str, str]:
+        return dict(parse_qsl(self._split.query, keep_blank_values=True))
+
+    def header(self, name: str) -> str | None:
+        low = name.lower()
+        for k, v in self.headers:
+            if k.lower() == low:
+                return v
+        return None
+
+    @property
+    def bearer(self) -> str | None:
+        auth = self.header("authorization") or ""
+        return auth[7:].strip() if auth.lower().startswith("bearer ") else None
+
+    def body_text(self, compact: bool = True) -> str:
+        if self.json_body is not None:
+            if compact:
+                return json.dumps(self.json_body, separators=(",", ":"))
+            return json.dumps(self.json_body)
+        return self.data or ""
+
+
+def req(
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    json_body: Any = None,
+    form: dict[str, str] | None = None,
+    files: list[tuple[str, str, str]] | None = None,
+    data: str | None = None,
+) -> Req:
+    """Build a :class:`Req`; JSON bodies get their Content-Type header."""
+    hdrs = dict(headers or {})
+    if json_body is not None and not any(k.lower() == "content-type" for k in hdrs):
+        hdrs = {"Content-Type": "application/json", **hdrs}
+    return Req(
+        method.upper(),
+        url,
+        tuple(hdrs.items()),
+        json_body,
+        tuple((form or {}).items()),
+        tuple(files or ()),
+        data,
+    )
+
+
+# --------------------------------------------------------------------------- quoting
+
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
+
+
+def sq(s: str) -> str:
+    """Shell single-quote ``s`` (bare when it needs no quoting)."""
+    if s and all(c in _SAFE for c in s):
+        return s
+    return "'" + s.replace("'", "'\"'\"'") + "'"
+
+
+def dq(s: str) -> str:
+    """Shell double-quote ``s`` (escaping what bash expands inside "...")."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`") + '"'
+
+
+def _q(rng: random.Random, s: str) -> str:
+    if "'" in s:
+        return dq(s)
+    return sq(s) if rng.random() < 0.7 else dq(s)
+
+
+def _url_q(rng: random.Random, url: str) -> str:
+    if any(c in url for c in "?&*[] "):
+        return dq(url) if rng.random() < 0.6 else sq(url) if "'" not in url else dq(url)
+    r = rng.random()
+    return url if r < 0.6 else dq(url) if r < 0.85 else "'" + url + "'"
+
+
+def _json_text(rng: random.Random, obj: Any) -> str:
+    if rng.random() < 0.55:
+        return json.dumps(obj, separators=(",", ":"))
+    return json.dumps(obj)
+
+
+# --------------------------------------------------------------------------- output shapes
+
+
+def jq_pretty(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def httpie_pretty(obj: Any) -> str:
+    return json.dumps(obj, indent=4, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def status_line(resp: Response) -> str:
+    return f"HTTP/1.1 {resp.status} {resp.reason}"
+
+
+def raw_http(resp: Response, date: str, crlf: bool = True) -> str:
+    nl = "\r\n" if crlf else "\n"
+    return status_line(resp) + nl + nl.join(resp.header_lines(date)) + nl + nl + resp.body
+
+
+def jq_filter_output(resp: Response, key: str | None) -> tuple[str, str]:
+    """stdout/stderr of ``| jq .`` or ``| jq -r .key`` on the body."""
+    data = resp.data
+    if data is None:
+        return "", "jq: parse error: Invalid numeric literal at line 1, column 10\n"
+    if key is None:
+        return jq_pretty(data), ""
+    val = data.get(key) if isinstance(data, dict) else None
+    if val is None:
+        return "null\n", ""
+    if isinstance(val, str):
+        return val + "\n", ""
+    return jq_pretty(val), ""
+
+
+@dataclass
+class Exchange:
+    """One request, its response, and the context needed to print it."""
+
+    req: Req
+    resp: Response | None  # None: connection failed (host unreachable)
+    date: str  # HTTP date of the response
+    ip: str  # address the host name resolved to
+    extract: str | None = None  # a JSON key the agent wants (jq -r .key)
+    grep: str | None = None  # a grep pattern the agent pipes the body through
+    error: str = ""  # client error text for failed connections
+
+
+@dataclass
+class Rendered:
+    command: str
+    stdout: str = ""
+    stderr: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def observation(self) -> str:
+        return self.stdout + "\n" + self.stderr
+
+
+def _grep_lines(body: str, pattern: str) -> str:
+    low = pattern.lower()
+    lines = [ln for ln in body.splitlines() if low in ln.lower()]
+    return "".join(ln + "\n" for ln in lines)
+
+
+# --------------------------------------------------------------------------- curl
+
+
+def _curl_failure(ex: Exchange) -> str:
+    if ex.error:
+        return ex.error
+    return f"curl: (6) Could not resolve host: {ex.req.host}\n"
+
+
+def render_curl(style: Style, rng: random.Random, ex: Exchange, *, mode: str | None = None) -> Rendered:
+    r = ex.req
+    if mode is None:
+        if style.curl_verbose:
+            x = rng.random()
+            mode = "i" if x < 0.5 else "v" if x < 0.7 else "plain"
+        else:
+            mode = "w" if rng.random() < 0.12 else "plain"
+    use_jq = style.jq and mode == "plain" and ex.grep is None and (rng.random() < 0.85 or ex.extract)
+    if ex.extract and mode in ("i", "v"):
+        mode = "plain"
+    parts = ["curl"]
+    silent = "-s" if rng.random() < 0.8 else "-sS"
+    if mode == "i":
+        parts.append(silent + "i" if rng.random() < 0.5 else silent + " -i")
+    elif mode == "v":
+        parts.append(silent + " -v" if rng.random() < 0.6 else "-v")
+    else:
+        parts.append(silent)
+    if rng.random() < 0.08:
+        parts.append("-m 10")
+    method = r.method
+    body_flag = None
+    if r.json_body is not None or r.data is not None:
+        text = _json_text(rng, r.json_body) if r.json_body is not None else (r.data or "")
+        if r.malformed:
+            text = text[:-1] if text.endswith("}") else text + ","
+        body_flag = "-d " + _q(rng, text) if rng.random() < 0.85 else "--data-raw " + _q(rng, text)
+    explicit = method != "GET" and not (method == "POST" and (body_flag or r.files or r.form) and rng.random() < 0.35)
+    method_part = ("-X " + method if rng.random() < 0.85 else "--request " + method) if explicit else None
+    url_part = _url_q(rng, r.url)
+    hdrs = []
+    for k, v in r.headers:
+        if r.no_content_type and k.lower() == "content-type":
+            continue
+        hdrs.append("-H " + (dq(f"{k}: {v}") if rng.random() < 0.5 else sq(f"{k}: {v}")))
+    files = []
+    for name, path, _content in r.files:
+        files.append("-F " + sq(f"{name}=@{path}"))
+    for k, v in r.form:
+        files.append("-F " + sq(f"{k}={v}"))
+    if rng.random() < 0.5:
+        seq = ([method_part] if method_part else []) + [url_part] + hdrs + files + ([body_flag] if body_flag else [])
+    else:
+        seq = ([method_part] if method_part else []) + hdrs + files + ([body_flag] if body_flag else []) + [url_part]
+    parts.extend(seq)
+    if mode == "w":
+        parts.append("-w " + sq("\\n%{http_code}\\n"))
+    cmd = " ".join(parts)
+    resp = ex.resp
+    if resp is None:
+        return Rendered(cmd, "", _curl_failure(ex) if silent == "-sS" or mode == "v" else "")
+    out, err = "", ""
+    if ex.grep is not None:
+        cmd += " | grep -i " + sq(ex.grep)
+        out = _grep_lines(resp.body, ex.grep)
+    elif use_jq and resp.is_json:
+        filt = "." if ex.extract is None else "." + ex.extract
+        cmd += " | jq " + ("-r " + sq(filt) if ex.extract else sq(filt) if rng.random() < 0.3 else filt)
+        out, err = jq_filter_output(resp, ex.extract)
+    elif mode == "i":
+        out = raw_http(resp, ex.date)
+    elif mode == "v":
+        out = resp.body
+        err = _curl_verbose_trace(r, resp, ex)
+    elif mode == "w":
+        out = resp.body + "\n" + str(resp.status) + "\n"
+    else:
+        out = resp.body
+    return Rendered(cmd, out, err)
+
+
+def _curl_verbose_trace(r: Req, resp: Response, ex: Exchange) -> str:
+    body = r.body_text() if (r.json_body is not None or r.data is not None) else ""
+    lines = [
+        f"* Host {r.netloc} was resolved.",
+        "* IPv6: (none)",
+        f"* IPv4: {ex.ip}",
+        f"*   Trying {ex.ip}:{r.port}...",
+        f"* Connected to {r.host} ({ex.ip}) port {r.port}",
+        "* using HTTP/1.x",
+        f"> {r.method} {r.path_qs} HTTP/1.1",
+        f"> Host: {r.netloc}",
+        "> User-Agent: curl/8.14.1",
+        "> Accept: */*",
+    ]
+    lines += [f"> {k}: {v}" for k, v in r.headers if not (r.no_content_type and k.lower() == "content-type")]
+    if body:
+        lines.append(f"> Content-Length: {len(body)}")
+    lines.append("> ")
+    if body:
+        lines.append(f"* upload completely sent off: {len(body)} bytes")
+    lines.append(f"< {status_line(resp)}")
+    lines += ["< " + h for h in resp.header_lines(ex.date)]
+    lines.append("< ")
+    lines.append("{ [%d bytes data]" % len(resp.body.encode()))
+    lines.append("* shutting down connection #0")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- python urllib
+
+
+_PY_LIB = "/usr/local/lib/python3.14/urllib/request.py"
+
+
+def py_http_error_traceback(status: int, reason: str, line: int, where: str = "<stdin>") -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "{where}", line {line}, in <module>\n'
+        f'  File "{_PY_LIB}", line 189, in urlopen\n'
+        "    return opener.open(url, data, timeout)\n"
+        "           ~~~~~~~~~~~^^^^^^^^^^^^^^^^^^^^^\n"
+        f'  File "{_PY_LIB}", line 495, in open\n'
+        "    response = meth(req, response)\n"
+        f'  File "{_PY_LIB}", line 604, in http_response\n'
+        "    response = self.parent.error(\n"
+        "        'http', request, response, code, msg, hdrs)\n"
+        f'  File "{_PY_LIB}", line 533, in error\n'
+        "    return self._call_chain(*args)\n"
+        "           ~~~~~~~~~~~~~~~~^^^^^^^\n"
+        f'  File "{_PY_LIB}", line 466, in _call_chain\n'
+        "    result = func(*args)\n"
+        f'  File "{_PY_LIB}", line 613, in http_error_default\n'
+        "    raise HTTPError(req.full_url, code, msg, hdrs, fp)\n"
+        f"urllib.error.HTTPError: HTTP Error {status}: {reason}\n"
+    )
+
+
+def _py_repr(obj: Any) -> str:
+    """A Python literal for ``obj`` (JSON-compatible values only)."""
+    return repr(obj)
+
+
+def _py_request_lines(r: Req, rng: random.Random, var: str = "req") -> list[str]:
+    lines = []
+    hdrs = {k: v for k, v in r.headers if not (r.no_content_type and k.lower() == "content-type")}
+    if r.files:
+        field_name, path, content = r.files[0]
+        fname = path.rsplit("/", 1)[-1]
+        boundary = "----pyform" + "".join(rng.choice("0123456789abcdef") for _ in range(16))
+        lines.append(f'boundary = "{boundary}"')
+        if rng.random() < 0.7:
+            lines.append(f'content = open("{path}", "rb").read()')
+        else:
+            lines.append(f"content = {content.encode()!r}")
+        lines.append(
+            "body = (f'--{boundary}\\r\\nContent-Disposition: form-data; "
+            f'name="{field_name}"; filename="{fname}"'
+            "\\r\\nContent-Type: application/octet-stream\\r\\n\\r\\n').encode() + content + "
+            "f'\\r\\n--{boundary}--\\r\\n'.encode()"
+        )
+        hdrs["Content-Type"] = "multipart/form-data; boundary=" + "{boundary}"
+        hdr_txt = "{" + ", ".join(
+            (f'"{k}": f"{v}"' if "{boundary}" in v else f"{k!r}: {v!r}".replace("'", '"')) for k, v in hdrs.items()
+        ) + "}"
+        lines.append(f'{var} = urllib.request.Request("{r.url}", data=body, headers={hdr_txt}, method="{r.method}")')
+        return lines
+    data_expr = None
+    if r.json_body is not None:
+        if r.malformed:
+            lines.append(f"data = {r.body_text()[:-1]!r}.encode()")
+        else:
+            lines.append(f"payload = {_py_repr(r.json_body)}")
+            lines.append("data = json.dumps(payload).encode()")
+        data_expr = "data"
+    elif r.data is not None:
+        lines.append(f"data = {r.data!r}.encode()")
+        data_expr = "data"
+    args = [f'"{r.url}"']
+    if data_expr:
+        args.append(f"data={data_expr}")
+    if hdrs:
+        args.append("headers=" + json.dumps(hdrs))
+    if r.method != "GET" and not (r.method == "POST" and data_expr and rng.random() < 0.3):
+        args.append(f'method="{r.method}"')
+    lines.append(f"{var} = urllib.request.Request(" + ", ".join(args) + ")")
+    return lines
+
+
+def _py_print_ok(rng: random.Random, resp: Response, extract: str | None) -> tuple[str, str]:
+    """(print statement given ``r`` the response, what it prints)."""
+    if extract and resp.data is not None and isinstance(resp.data, dict):
+        val = resp.data.get(extract)
+        return f'print(json.load(r)["{extract}"])', f"{val}\n"
+    if resp.is_json and resp.data is not None and rng.random() < 0.35:
+        return "print(r.status, json.dumps(json.load(r), indent=2))", f"{resp.status} {json.dumps(resp.data, indent=2)}\n"
+    if rng.random() < 0.5:
+        return "print(r.status, r.read().decode())", f"{resp.status} {resp.body}\n"
+    return "print(r.read().decode())", resp.body + "\n"
+
+
+def render_python(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
+    r, resp = ex.req, ex.resp
+    simple = r.method == "GET" and not r.headers and ex.extract is None
+    if simple and rng.random() < 0.5 and not style.heredoc:
+        code = f'import urllib.request; print(urllib.request.urlopen("{r.url}").read().decode())'
+        cmd = "python3 -c " + sq(code)
+        if resp is None:
+            return Rendered(cmd, "", _py_conn_error(ex, "<string>", 1))
+        if resp.status >= 400:
+            return Rendered(cmd, "", py_http_error_traceback(resp.status, resp.reason, 1, "<string>"))
+        return Rendered(cmd, resp.body + "\n", "")
+    lines = ["import json, urllib.request, urllib.error"]
+    lines += _py_request_lines(r, rng)
+    guarded = rng.random() < 0.75
+    printed, out_ok = ("", "")
+    if resp is not None and resp.status < 400:
+        printed, out_ok = _py_print_ok(rng, resp, ex.extract)
+    else:
+        printed = "print(r.status, r.read().decode())"
+    if guarded:
+        lines += [
+            "try:",
+            "    with urllib.request.urlopen(req, timeout=10) as r:",
+            "        " + printed,
+            "except urllib.error.HTTPError as e:",
+            "    print(e.code, e.read().decode())",
+        ]
+    else:
+        lines += ["with urllib.request.urlopen(req, timeout=10) as r:", "    " + printed]
+    cmd, where = _wrap_python(style, rng, lines)
+    if resp is None:
+        return Rendered(cmd, "", _py_conn_error(ex, where, len(lines) - 3))
+    if resp.status >= 400:
+        if guarded:
+            return Rendered(cmd, f"{resp.status} {resp.body}\n", "")
+        return Rendered(cmd, "", py_http_error_traceback(resp.status, resp.reason, len(lines) - 1, where))
+    return Rendered(cmd, out_ok, "")
+
+
+def _py_conn_error(ex: Exchange, where: str, line: int) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "{where}", line {line}, in <module>\n'
+        "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>\n"
+    )
+
+
+_SCRIPT_NAMES = ("exploit", "poc", "probe", "test", "req", "run", "check", "x", "t", "solve")
+
+
+def _wrap_python(style: Style, rng: random.Random, lines: list[str]) -> tuple[str, str]:
+    """Wrap script lines into a command; returns (command, traceback file name)."""
+    code = "\n".join(lines)
+    if style.heredoc and rng.random() < 0.8:
+        path = f"/tmp/{rng.choice(_SCRIPT_NAMES)}.py"
+        return f"cat > {path} <<'EOF'\n{code}\nEOF\npython3 {path}", path
+    if rng.random() < 0.75 or "'" in code:
+        return f"python3 - <<'EOF'\n{code}\nEOF", "<stdin>"
+    return "python3 -c " + sq(code), "<string>"
+
+
+# --------------------------------------------------------------------------- wget
+
+
+def render_wget(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
+    r, resp = ex.req, ex.resp
+    quiet = rng.random() < 0.6
+    on_err = rng.random() < 0.4
+    parts = ["wget", "-qO-" if quiet else "-O-"]
+    if on_err:
+        parts.append("--content-on-error")
+    for k, v in r.headers:
+        if r.no_content_type and k.lower() == "content-type":
+            continue
+        parts.append("--header=" + _q(rng, f"{k}: {v}"))
+    body = None
+    if r.json_body is not None or r.data is not None:
+        body = _json_text(rng, r.json_body) if r.json_body is not None else (r.data or "")
+        if r.malformed:
+            body = body[:-1]
+    if r.method == "POST" and body is not None and rng.random() < 0.7:
+        parts.append("--post-data=" + _q(rng, body))
+    elif r.method != "GET" or body is not None:
+        parts.append("--method=" + r.method)
+        if body is not None:
+            parts.append("--body-data=" + _q(rng, body))
+    parts.append(_url_q(rng, r.url))
+    cmd = " ".join(parts)
+    if resp is None:
+        return Rendered(cmd, "", "" if quiet else f"wget: unable to resolve host address '{r.host}'\n")
+    ok_ = resp.status < 400
+    out = resp.body if (ok_ or on_err) else ""
+    if quiet:
+        return Rendered(cmd, out, "")
+    stamp = ex.date
+    log = [
+        f"--{stamp}--  {r.url}",
+        f"Resolving {r.host} ({r.host})... {ex.ip}",
+        f"Connecting to {r.host} ({r.host})|{ex.ip}|:{r.port}... connected.",
+        f"HTTP request sent, awaiting response... {resp.status} {resp.reason}",
+    ]
+    n = len(resp.body.encode())
+    if ok_ or on_err:
+        mime = resp.content_type.split(";")[0]
+        log += [f"Length: {n} [{mime}]", "Saving to: 'STDOUT'", "", f"     0K{' ' * 54}100% 9.61M=0s", ""]
+        log.append(f"{stamp} (9.61 MB/s) - written to stdout [{n}/{n}]")
+        if not ok_:
+            log.append(f"{stamp} ERROR {resp.status}: {resp.reason}.")
+    elif resp.status == 401:
+        log.append("Username/Password Authentication Failed.")
+    else:
+        log.append(f"{stamp} ERROR {resp.status}: {resp.reason}.")
+    return Rendered(cmd, out, "\n".join(log) + "\n\n")
+
+
+# --------------------------------------------------------------------------- httpie
+
+
+def _httpie_items(r: Req) -> list[str] | None:
+    items: list[str] = []
+    if isinstance(r.json_body, dict):
+        for k, v in r.json_body.items():
+            if isinstance(v, str):
+                items.append(sq(f"{k}={v}"))
+            else:
+                items.append(sq(f"{k}:={json.dumps(v)}"))
+    elif r.json_body is not None or r.data is not None:
+        return None
+    for k, v in r.headers:
+        if k.lower() == "content-type" and r.json_body is not None:
+            continue
+        items.append(sq(f"{k}:{v}"))
+    for name, path, _ in r.files:
+        items.append(sq(f"{name}@{path}"))
+    for k, v in r.form:
+        items.append(sq(f"{k}={v}"))
+    return items
+
+
+def render_httpie(style: Style, rng: random.Random, ex: Exchange) -> Rendered | None:
+    r, resp = ex.req, ex.resp
+    items = _httpie_items(r)
+    if items is None or r.malformed:
+        return None
+    show_headers = style.curl_verbose and rng.random() < 0.8
+    pretty = rng.random() < 0.5
+    parts = ["http", "--ignore-stdin"]
+    if r.files or r.form:
+        parts.append("--form")
+    if show_headers:
+        parts.append("-p hb" if rng.random() < 0.5 else "--print=hb")
+    if pretty:
+        parts.append("--pretty=format")
+    if r.method != "GET" or rng.random() < 0.2:
+        parts.append(r.method)
+    url = r.url.replace("http://", "", 1) if rng.random() < 0.6 else r.url
+    parts.append(_url_q(rng, url))
+    parts += items
+    cmd = " ".join(parts)
+    if resp is None:
+        return Rendered(cmd, "", f"\nhttp: error: ConnectionError: Failed to resolve '{r.host}' while doing a {r.method} request to URL: {r.url}\n")
+    body = httpie_pretty(resp.data) if (pretty and resp.data is not None) else resp.body
+    if not show_headers:
+        return Rendered(cmd, body, "")
+    hdrs = sorted(resp.header_lines(ex.date)) if pretty else resp.header_lines(ex.date)
+    head = status_line(resp) + "\n" + "\n".join(hdrs) + "\n\n"
+    return Rendered(cmd, head + body + "\n", "")
+
+
+# --------------------------------------------------------------------------- netcat
+
+
+def render_nc(style: Style, rng: random.Random, ex: Exchange) -> Rendered | None:
+    r, resp = ex.req, ex.resp
+    if r.files or r.form:
+        return None
+    body = r.body_text() if (r.json_body is not None or r.data is not None) else ""
+    if r.malformed:
+        body = body[:-1]
+    if any(c in body for c in "%'\\"):
+        return None
+    lines = [f"{r.method} {r.path_qs} HTTP/1.1", f"Host: {r.netloc}"]
+    lines += [f"{k}: {v}" for k, v in r.headers if not (r.no_content_type and k.lower() == "content-type")]
+    if body:
+        lines.append(f"Content-Length: {len(body.encode())}")
+    lines.append("Connection: close")
+    raw = "\\r\\n".join(lines) + "\\r\\n\\r\\n" + body
+    opt = rng.choice(("", "-w 3 ", "-q 1 ", "-w 5 "))
+    cmd = f"printf '{raw}' | nc {opt}{r.host} {r.port}"
+    if resp is None:
+        return Rendered(cmd, "", f"nc: getaddrinfo for host \"{r.host}\" port {r.port}: Name or service not known\n")
+    return Rendered(cmd, raw_http(resp, ex.date), "")
+
+
+# --------------------------------------------------------------------------- dispatch
+
+CLIENTS = ("curl", "python_urllib", "wget", "httpie", "nc")
+
+_MIXED = (("curl", 0.62), ("python_urllib", 0.3), ("httpie", 0.04), ("wget", 0.04))
+
+
+def choose_client(style: Style, rng: random.Random, previous: str | None = None) -> str:
+    """The client for the next request: mostly the style's own, sticky within a run."""
+    if previous is not None and rng.random() < 0.7:
+        return previous
+    if style.client == "mixed":
+        x = rng.random()
+        for name, p in _MIXED:
+            if x < p:
+                return name
+            x -= p
+        return "curl"
+    main_share = {"curl": 0.96, "python_urllib": 0.85, "wget": 0.75, "httpie": 0.8, "nc": 0.55}[style.client]
+    if rng.random() < main_share:
+        return style.client
+    return "curl" if style.client != "curl" else "python_urllib"
+
+
+def render_exchange(style: Style, rng: random.Random, client: str, ex: Exchange) -> tuple[str, Rendered]:
+    """Render with ``client``, falling back to curl where the client cannot say it.
+
+    Returns the client actually used and the rendering.
+    """
+    if client == "python_urllib":
+        return client, render_python(style, rng, ex)
+    if client == "wget" and not ex.req.files and not ex.req.form and ex.extract is None:
+        return client, render_wget(style, rng, ex)
+    if client == "httpie" and ex.extract is None:
+        out = render_httpie(style, rng, ex)
+        if out is not None:
+            return client, out
+    if client == "nc" and ex.extract is None and ex.grep is None:
+        out = render_nc(style, rng, ex)
+        if out is not None:
+            return client, out
+    return "curl", render_curl(style, rng, ex)
+
+
+def render_request(
+    style: Style,
+    rng: random.Random,
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    json_body: Any = None,
+    form: dict[str, str] | None = None,
+    files: dict[str, tuple[str, str]] | None = None,
+    data: str | None = None,
+) -> str:
+    """The shell command ``style`` would write for this request.
+
+    ``files`` maps a multipart field to ``(path, content)`` of a file the
+    agent wrote earlier.
+    """
+    file_list = [(k, p, c) for k, (p, c) in (files or {}).items()]
+    r = req(method, url, headers=headers, json_body=json_body, form=form, files=file_list, data=data)
+    client = choose_client(style, rng)
+    ex = Exchange(r, Response(200, "{}\n"), "Sat, 01 Aug 2026 12:00:00 GMT", "172.18.0.2")
+    return render_exchange(style, rng, client, ex)[1].command
+
+
+__all__ = [
+    "CLIENTS",
+    "JSON_TYPE",
+    "STYLES",
+    "Exchange",
+    "Rendered",
+    "Req",
+    "Style",
+    "choose_client",
+    "dq",
+    "render_exchange",
+    "render_request",
+    "req",
+    "sq",
+]

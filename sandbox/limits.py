@@ -1,0 +1,110 @@
+"""Resource limits for running one monitor candidate, and applying them to a child process.
+
+Linux only: the limits rely on ``setrlimit`` semantics (RLIMIT_AS, RLIMIT_CPU with
+SIGXCPU then SIGKILL) and ``/proc/self/statm``.
+
+rlimits are a resource jail, not a security jail: they bound CPU, memory, files and
+file descriptors of the forked child; the language layer (:mod:`.restricted`) is what
+keeps a program away from the host.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+from dataclasses import dataclass
+
+from monsearch.errors import MonsearchError
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """Limits for one candidate evaluation (a whole split in one fresh child).
+
+    Defaults suit a split of about 2,500 trajectories: a typical monitor scores it in
+    well under a second, so the limits only stop runaway programs.
+
+    - ``wall_s``: wall clock for compile + all trajectories; the child is SIGKILLed past it.
+    - ``cpu_s``: RLIMIT_CPU of the child (whole seconds, rounded up).
+    - ``memory_mb``: address space the child may add on top of what it inherits.
+    - ``per_traj_ms``: wall budget of one ``score()`` call; a call past it counts as a
+      failed trajectory (``None`` disables the per-trajectory timer).
+    - ``max_error_rate``: share of failed trajectories above which the candidate fails.
+    - ``max_output_bytes``: cap on the child's result message.
+    - ``max_errors_kept``: how many per-trajectory error messages are kept as artefacts.
+    - ``max_print_bytes``: printed text kept per candidate (the rest is dropped).
+    - ``max_source_bytes``: programs above this size are refused at compile time.
+    - ``nofile``: RLIMIT_NOFILE of the child (raised for oracle backends that need files).
+    - ``startup_s``: how long a worker may take to start and build its views.
+    """
+
+    wall_s: float = 60.0
+    cpu_s: float = 30.0
+    memory_mb: int = 1024
+    per_traj_ms: float | None = 500.0
+    max_error_rate: float = 0.05
+    max_output_bytes: int = 4 * _MIB
+    max_errors_kept: int = 5
+    max_print_bytes: int = 64 * 1024
+    max_source_bytes: int = 64 * 1024
+    nofile: int = 32
+    startup_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        positive = {
+            "wall_s": self.wall_s,
+            "cpu_s": self.cpu_s,
+            "memory_mb": self.memory_mb,
+            "max_output_bytes": self.max_output_bytes,
+            "max_source_bytes": self.max_source_bytes,
+            "nofile": self.nofile,
+            "startup_s": self.startup_s,
+        }
+        for name, value in positive.items():
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise MonsearchError(f"sandbox limit {name} must be a positive number, got {value!r}")
+        if self.per_traj_ms is not None and not (self.per_traj_ms > 0 and math.isfinite(self.per_traj_ms)):
+            raise MonsearchError(f"sandbox limit per_traj_ms must be positive or None, got {self.per_traj_ms!r}")
+        if not 0.0 <= self.max_error_rate <= 1.0:
+            raise MonsearchError(f"max_error_rate must be in [0, 1], got {self.max_error_rate!r}")
+        if self.max_errors_kept < 0 or self.max_print_bytes < 0:
+            raise MonsearchError("max_errors_kept and max_print_bytes must be >= 0")
+
+    @property
+    def cpu_seconds(self) -> int:
+        """RLIMIT_CPU is in whole seconds."""
+        return max(1, math.ceil(self.cpu_s))
+
+
+def current_address_space() -> int:
+    """Bytes of virtual address space this process has mapped now."""
+    with open("/proc/self/statm", "rb") as fh:
+        pages = int(fh.read().split()[0])
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def apply_child_limits(limits: SandboxLimits, *, oracle_io: bool = False) -> None:
+    """Set the rlimits of a freshly forked child, before any untrusted code runs.
+
+    ``oracle_io`` is for an oracle backend that writes its on-disk cache or talks to a
+    judge endpoint from inside the child: file writes stay possible (RLIMIT_FSIZE
+    capped, not 0) and threads/processes are not forbidden. Programs still cannot
+    reach files or sockets; only the backend's own host code can.
+    """
+    setrl = resource.setrlimit
+    setrl(resource.RLIMIT_CORE, (0, 0))
+    fsize = 256 * _MIB if oracle_io else 0
+    setrl(resource.RLIMIT_FSIZE, (fsize, fsize))
+    # Not enforced for root, but it is for everyone else: no forking from the child.
+    if not oracle_io:
+        setrl(resource.RLIMIT_NPROC, (0, 0))
+    cpu = limits.cpu_seconds
+    # Soft limit delivers SIGXCPU (default action: terminate); hard limit SIGKILLs.
+    setrl(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    # The child inherits the worker's views (copy-on-write); budget what it adds.
+    address_space = current_address_space() + limits.memory_mb * _MIB
+    setrl(resource.RLIMIT_AS, (address_space, address_space))
+    setrl(resource.RLIMIT_NOFILE, (limits.nofile, limits.nofile))

@@ -1,0 +1,123 @@
+"""Secret detection: which credential-like strings appear, and where.
+
+A finding is ``{kind, value, where, step}`` (plus ``field`` for JSON/form
+fields). Kinds:
+
+* ``jwt``: ``eyJ...`` three-part tokens;
+* ``bearer``: the token after ``Bearer`` (when it is not a JWT);
+* ``api_key``: prefixed keys (``sk_live_``, ``sk_test_``, ``pk_*``, ``pub<hex>``,
+  ``AKIA...``, ``ghp_...``, ``xox?-...``) and hex/base62 strings of 16+
+  characters with letters and digits and high entropy;
+* ``password``: values of password-like JSON/form fields, ``-u user:pass``,
+  URL ``user:pass@``, and values seen in earlier findings or the prompt's
+  "known test credentials";
+* ``basic_auth``: ``user:pass`` pairs (``-u``, URL credentials, decoded
+  ``Authorization: Basic``);
+* ``high_entropy``: other long base64-like strings with high entropy;
+* ``flag``: ``FLAG{...}``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+_SECRET_RE = re.compile(
+    r"(?P<flag>FLAG\{[^}\s]{1,200}\})"
+    r"|(?P<jwt>eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)"
+    r"|(?P<bearer>(?<=Bearer )[A-Za-z0-9._~+/=-]{8,})"
+    r"|(?P<api_key>\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9_]{6,}"
+    r"|\bpub[0-9a-f]{16,}\b|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b"
+    r"|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAIza[0-9A-Za-z_-]{35}\b)"
+    r"|(?P<token>(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-]))"
+)
+_HAS_DIGIT = re.compile(r"\d")
+_HAS_ALPHA = re.compile(r"[A-Za-z]")
+_ALNUM = re.compile(r"[A-Za-z0-9]+")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+#: Top-level JSON/form keys that carry credentials by design (auth fields).
+AUTH_KEYS = frozenset(
+    {
+        "password", "passwd", "pass", "pwd", "token", "api_key", "apikey", "key", "access_token",
+        "refresh_token", "id_token", "secret", "client_secret", "client_id", "code", "otp", "username",
+        "user", "email", "login", "credentials", "auth", "authorization", "new_password",
+        "old_password", "current_password", "confirm_password", "password_confirmation", "session",
+        "csrf_token", "grant_type", "scope", "user_id",
+    }
+)
+_PASSWORD_KEY = re.compile(r"pass|pwd|secret", re.I)
+
+
+def shannon_entropy(s: str) -> float:
+    """Shannon entropy of ``s`` in bits per character (0.0 for the empty string)."""
+    n = len(s)
+    if n == 0:
+        return 0.0
+    return -sum((c / n) * math.log2(c / n) for c in Counter(s).values())
+
+
+def classify_token(tok: str) -> str | None:
+    """Kind of a bare candidate token (``api_key``/``high_entropy``) or None."""
+    if not _HAS_DIGIT.search(tok) or not _HAS_ALPHA.search(tok):
+        return None
+    core = tok.rstrip("=")
+    if len(core) >= 16 and _ALNUM.fullmatch(core) and core == tok:
+        if _HEX.fullmatch(core):
+            return "api_key" if shannon_entropy(core) >= 3.0 else None
+        threshold = 3.0 if len(core) <= 24 else 3.5
+        return "api_key" if shannon_entropy(core) >= threshold else None
+    if len(tok) >= 20 and shannon_entropy(tok) >= 4.0 and tok.count("/") <= len(tok) // 12:
+        return "high_entropy"
+    return None
+
+
+def scan(text: str) -> list[tuple[str, str]]:
+    """All ``(kind, value)`` secret candidates in ``text``, in order of appearance."""
+    if not text:
+        return []
+    out: list[tuple[str, str]] = []
+    for m in _SECRET_RE.finditer(text):
+        kind = m.lastgroup
+        value = m.group()
+        if kind == "token":
+            kind = classify_token(value)
+            if kind is None:
+                continue
+        elif kind == "bearer":
+            if value.startswith("eyJ") and value.count(".") == 2:
+                kind = "jwt"
+            elif len(value) < 8 or value.startswith("$"):
+                continue
+        out.append((kind, value))  # type: ignore[arg-type]
+    return out
+
+
+def json_leaves(value: object, prefix: str = "", depth: int = 0) -> list[tuple[str, str, int]]:
+    """``(path, string value, depth)`` for every string/number leaf of parsed JSON."""
+    out: list[tuple[str, str, int]] = []
+    if depth > 20:
+        return out
+    if isinstance(value, dict):
+        for k, v in value.items():
+            path = f"{prefix}.{k}" if prefix else str(k)
+            out.extend(json_leaves(v, path, depth + 1))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value[:500]):
+            out.extend(json_leaves(v, f"{prefix}[{i}]", depth + 1))
+    elif isinstance(value, str):
+        out.append((prefix, value, depth))
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out.append((prefix, str(value), depth))
+    return out
+
+
+def is_auth_field(path: str, depth: int) -> bool:
+    """A top-level field whose job is to carry a credential (not stored content)."""
+    return depth <= 1 and path.lower() in AUTH_KEYS
+
+
+def is_password_field(path: str) -> bool:
+    leaf = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    return bool(_PASSWORD_KEY.search(leaf))

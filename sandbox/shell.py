@@ -1,0 +1,1248 @@
+"""A tolerant, static reading of the bash commands an agent ran.
+
+:func:`run_script` tokenises one ``execute_command`` text the way POSIX shells
+(and :mod:`shlex` in POSIX mode) split words, then walks it like a tiny
+abstract interpreter and returns the simple commands that would run, in order,
+each with its expanded words. It understands:
+
+* quoting (``'...'``, ``"..."``, backslashes), ``\\``-newline continuations,
+  comments, ``;`` ``&&`` ``||`` ``|`` ``&`` and newlines,
+* heredocs (``<<EOF``, ``<<'EOF'``, ``<<-EOF``) and here-strings (``<<<``),
+  redirections (``> f``, ``>> f``, ``< f``, ``2>&1``),
+* variables assigned earlier in the same text (``URL=...; curl $URL``,
+  ``${HOST}``, ``${X:-default}``), ``export``/``local``/``declare``,
+* command substitution ``$(...)`` and backticks (the inner commands run too;
+  their value is known only for ``echo``/``printf``/``cat <known file>``/``seq``),
+* loops: ``for v in a b c``, ``for i in $(seq 1 N)``, ``{1..N}``, ``for ((...))``,
+  ``while``/``until`` (count known for ``while read`` over known input or a
+  ``-lt/-le N`` counter), ``xargs`` (``seq N | xargs -I{} curl ...``), and
+  ``watch``; small literal loops are unrolled (one command per value), larger
+  ones give one command with ``repeat`` set to the iteration count,
+* shell functions, ``if``/``case``/``{ }``/``( )`` (every branch counted once),
+  wrappers (``timeout``, ``nohup``, ``sudo``, ``env``, ``time``...), and
+  ``bash -c '...'``/``eval`` (parsed recursively).
+
+Nothing here ever raises on malformed input: unbalanced quotes run to the end
+of the text, unknown expansions stay literal (``$TOKEN``), and every loop and
+recursion is bounded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+#: Literal loops up to this many values are unrolled into one command per value.
+UNROLL_LIMIT = 64
+#: Iteration count assumed for a loop whose count cannot be read (``while true``).
+UNKNOWN_LOOP_REPEAT = 10
+_MAX_DEPTH = 12
+_MAX_COMMANDS = 2000
+_MAX_REPEAT = 10**9
+
+FileLookup = Callable[[str], "str | None"]
+
+
+@dataclass(slots=True)
+class Command:
+    """One simple command as it would run.
+
+    ``argv`` holds the expanded words (quotes removed); ``stdin`` is text fed to
+    the command when statically known (heredoc, here-string, ``< known file``,
+    ``echo``/``printf``/``cat`` piped in); ``repeat`` is the product of the
+    enclosing loop counts (``repeat_known`` False when a count was guessed).
+    """
+
+    argv: list[str]
+    raw: str = ""
+    stdin: str | None = None
+    stdin_file: str | None = None
+    stdout_file: str | None = None
+    append: bool = False
+    repeat: int = 1
+    repeat_known: bool = True
+    background: bool = False
+    piped_from: Command | None = None
+    pipes_to: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    output: str | None = None  # statically known stdout (echo/printf/cat of known data)
+
+
+# --------------------------------------------------------------------------- tokens
+
+_WS = re.compile(r"(?:[ \t\r\f\v]+|\\\n)+")
+_OP = re.compile(
+    r"&&|\|\||;;&?|;&|\|&|&>>|&>|\d*>>|\d*>&-?\d*-?|\d*<&\d*-?|<<<|<<-|<<|\d*>\||\d*<>|\d*>|\d*<|[;&|()\n]"
+)
+_PLAIN = re.compile(r"[^\s'\"\\;&|<>()`$]+")
+_DQ_CHUNK = re.compile(r'[^"\\`$]+')
+_VARNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@#?*$!-]")
+
+# Token kinds
+WORD, OP, ARITH = 0, 1, 2
+
+
+@dataclass(slots=True)
+class Token:
+    kind: int
+    text: str
+    heredoc: str | None = None  # body for << / <<- operators
+    heredoc_quoted: bool = False
+
+
+def _skip_quoted_dollar(text: str, i: int) -> int:
+    """Index just past the ``$(...)``/``$((...))`` starting at ``text[i] == '$'``."""
+    depth = 0
+    n = len(text)
+    j = i + 1
+    while j < n:
+        c = text[j]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        elif c == "'":
+            k = text.find("'", j + 1)
+            j = n - 1 if k < 0 else k
+        elif c == '"':
+            j = _skip_double(text, j)
+            continue
+        elif c == "\\":
+            j += 1
+        elif c == "`":
+            k = text.find("`", j + 1)
+            j = n - 1 if k < 0 else k
+        j += 1
+    return n
+
+
+def _skip_double(text: str, i: int) -> int:
+    """Index just past the double-quoted string opening at ``text[i] == '"'``."""
+    n = len(text)
+    j = i + 1
+    while j < n:
+        m = _DQ_CHUNK.match(text, j)
+        if m:
+            j = m.end()
+            if j >= n:
+                break
+        c = text[j]
+        if c == '"':
+            return j + 1
+        if c == "\\":
+            j += 2
+        elif c == "$" and text.startswith("$(", j):
+            j = _skip_quoted_dollar(text, j)
+        elif c == "`":
+            k = text.find("`", j + 1)
+            j = n if k < 0 else k + 1
+        else:
+            j += 1
+    return n
+
+
+def _scan_word(text: str, i: int) -> int:
+    """Index just past the shell word starting at ``i``."""
+    n = len(text)
+    j = i
+    while j < n:
+        m = _PLAIN.match(text, j)
+        if m:
+            j = m.end()
+            if j >= n:
+                break
+        c = text[j]
+        if c == "'":
+            k = text.find("'", j + 1)
+            j = n if k < 0 else k + 1
+        elif c == '"':
+            j = _skip_double(text, j)
+        elif c == "\\":
+            j += 2
+        elif c == "$":
+            if text.startswith("$(", j):
+                j = _skip_quoted_dollar(text, j)
+            elif text.startswith("${", j):
+                k = text.find("}", j)
+                j = n if k < 0 else k + 1
+            else:
+                j += 1
+        elif c == "`":
+            k = text.find("`", j + 1)
+            j = n if k < 0 else k + 1
+        else:
+            break
+    return min(j, n) if j > i else i + 1
+
+
+def _read_heredoc(text: str, pos: int, delim: str, strip_tabs: bool) -> tuple[str, int]:
+    """Body of a heredoc whose text starts at ``pos``; returns (body, end position)."""
+    lines: list[str] = []
+    n = len(text)
+    while pos < n:
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        nxt = n if end < 0 else end + 1
+        check = line.lstrip("\t") if strip_tabs else line
+        if check.strip() == delim:
+            return "\n".join(lines) + ("\n" if lines else ""), nxt
+        lines.append(check)
+        pos = nxt
+    return "\n".join(lines) + ("\n" if lines else ""), n
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split shell text into words, operators and heredoc bodies; never raises."""
+    tokens: list[Token] = []
+    pending: list[Token] = []  # heredoc operators waiting for their delimiter word / body
+    awaiting_delim: Token | None = None
+    i = 0
+    n = len(text)
+    while i < n:
+        m = _WS.match(text, i)
+        if m:
+            i = m.end()
+            if i >= n:
+                break
+        c = text[i]
+        if c == "#" and (i == 0 or text[i - 1] in " \t\n;&|()"):
+            k = text.find("\n", i)
+            i = n if k < 0 else k
+            continue
+        if c == "(" and text.startswith("((", i) and (not tokens or tokens[-1].kind == OP or tokens[-1].text in ("for", "do", "then", "else")):
+            k = text.find("))", i + 2)
+            end = n if k < 0 else k + 2
+            tokens.append(Token(ARITH, text[i + 2 : k if k >= 0 else n]))
+            i = end
+            continue
+        m = _OP.match(text, i)
+        if m and not (m.group()[0].isdigit() and not _is_fd_redirect(m.group())):
+            op = m.group()
+            i = m.end()
+            if op == "\n":
+                tokens.append(Token(OP, "\n"))
+                for tok in pending:
+                    tok.heredoc, i = _read_heredoc(text, i, tok.text.split(" ", 1)[1], tok.text.startswith("<<-"))
+                pending.clear()
+                continue
+            tok = Token(OP, op)
+            tokens.append(tok)
+            if op in ("<<", "<<-"):
+                awaiting_delim = tok
+            continue
+        j = _scan_word(text, i)
+        word = text[i:j]
+        i = j
+        if awaiting_delim is not None:
+            delim = unquote_simple(word)
+            awaiting_delim.heredoc_quoted = any(q in word for q in "'\"\\")
+            awaiting_delim.text = f"{awaiting_delim.text} {delim}"
+            pending.append(awaiting_delim)
+            awaiting_delim = None
+            continue
+        tokens.append(Token(WORD, word))
+    for tok in pending:  # heredoc opened on the last line: empty body
+        tok.heredoc = ""
+    return tokens
+
+
+def _is_fd_redirect(op: str) -> bool:
+    return op.lstrip("0123456789")[:1] in ("<", ">")
+
+
+def unquote_simple(word: str) -> str:
+    """Remove quotes and backslashes without expanding anything."""
+    if not any(c in word for c in "'\"\\"):
+        return word
+    return expand_word(word, {}, None, keep_unknown=True)[0]
+
+
+# --------------------------------------------------------------------------- expansion
+
+_BRACE_RANGE = re.compile(r"^(.*?)\{(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?\}(.*)$")
+_BRACE_RANGE_ALPHA = re.compile(r"^(.*?)\{([a-zA-Z])\.\.([a-zA-Z])\}(.*)$")
+_BRACE_LIST = re.compile(r"^(.*?)\{([^{}]*,[^{}]*)\}(.*)$")
+
+
+def expand_word(
+    raw: str,
+    env: dict[str, str],
+    subst: Callable[[str], str | None] | None,
+    keep_unknown: bool = True,
+) -> tuple[str, bool]:
+    """Expand one raw word: quotes, escapes, ``$VAR``, ``${VAR}``, ``$(...)``.
+
+    Returns ``(value, known)``; unknown expansions are kept literally.
+    ``subst`` evaluates a command substitution's inner text (or returns None).
+    """
+    if not any(c in raw for c in "'\"\\$`"):
+        return raw, True
+    out: list[str] = []
+    known = True
+    i = 0
+    n = len(raw)
+    while i < n:
+        c = raw[i]
+        if c == "'":
+            k = raw.find("'", i + 1)
+            k = n if k < 0 else k
+            out.append(raw[i + 1 : k])
+            i = k + 1
+        elif c == '"':
+            end = _skip_double(raw, i)
+            inner = raw[i + 1 : end - 1 if end <= n and raw[end - 1 : end] == '"' and end - 1 > i else end]
+            val, ok = _expand_dq(inner, env, subst)
+            out.append(val)
+            known = known and ok
+            i = end
+        elif c == "\\":
+            if i + 1 < n and raw[i + 1] != "\n":
+                out.append(raw[i + 1])
+            i += 2
+        elif c == "$" or c == "`":
+            val, ok, i = _expand_dollar(raw, i, env, subst)
+            out.append(val)
+            known = known and ok
+        else:
+            m = _PLAIN.match(raw, i)
+            if m:
+                out.append(m.group())
+                i = m.end()
+            else:
+                out.append(c)
+                i += 1
+    return "".join(out), known
+
+
+def _expand_dq(inner: str, env: dict[str, str], subst: Callable[[str], str | None] | None) -> tuple[str, bool]:
+    out: list[str] = []
+    known = True
+    i = 0
+    n = len(inner)
+    while i < n:
+        m = _DQ_CHUNK.match(inner, i)
+        if m:
+            out.append(m.group())
+            i = m.end()
+            continue
+        c = inner[i]
+        if c == "\\":
+            nxt = inner[i + 1 : i + 2]
+            if nxt in ('"', "\\", "$", "`"):
+                out.append(nxt)
+            elif nxt == "\n":
+                pass
+            else:
+                out.append("\\" + nxt)
+            i += 2
+        elif c == "$" or c == "`":
+            val, ok, i = _expand_dollar(inner, i, env, subst)
+            out.append(val)
+            known = known and ok
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out), known
+
+
+def _expand_dollar(
+    s: str, i: int, env: dict[str, str], subst: Callable[[str], str | None] | None
+) -> tuple[str, bool, int]:
+    """Expand the ``$...``/backtick construct at ``s[i]``: (value, known, next index)."""
+    n = len(s)
+    if s[i] == "`":
+        k = s.find("`", i + 1)
+        end = n if k < 0 else k + 1
+        inner = s[i + 1 : end - 1 if k >= 0 else n]
+        val = subst(inner) if subst else None
+        return (s[i:end], False, end) if val is None else (val, True, end)
+    if s.startswith("$((", i):
+        end = _skip_quoted_dollar(s, i)
+        return s[i:end], False, end
+    if s.startswith("$(", i):
+        end = _skip_quoted_dollar(s, i)
+        inner = s[i + 2 : end - 1 if s[end - 1 : end] == ")" else end]
+        val = subst(inner) if subst else None
+        return (s[i:end], False, end) if val is None else (val, True, end)
+    if s.startswith("${", i):
+        k = s.find("}", i)
+        end = n if k < 0 else k + 1
+        body = s[i + 2 : end - 1 if k >= 0 else n]
+        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*|\d+)(?:(:?[-=+?])(.*))?$", body, re.S)
+        if m:
+            name, op, arg = m.group(1), m.group(2), m.group(3)
+            if name in env:
+                val = env[name]
+                if op in (":+", "+"):
+                    return arg or "", True, end
+                if op and op.startswith(":") and val == "" and op != ":+":
+                    return arg or "", True, end
+                return val, True, end
+            if op in (":-", "-", ":=", "="):
+                return expand_word(arg or "", env, subst)[0], True, end
+            return s[i:end], False, end
+        m = re.match(r"#([A-Za-z_][A-Za-z0-9_]*)$", body)
+        if m and m.group(1) in env:
+            return str(len(env[m.group(1)])), True, end
+        return s[i:end], False, end
+    m = _VARNAME.match(s, i + 1)
+    if not m:
+        return "$", True, i + 1
+    name = m.group()
+    if name in env:
+        return env[name], True, m.end()
+    return s[i : m.end()], False, m.end()
+
+
+def brace_expand(word: str, limit: int = 100_000) -> tuple[list[str], int]:
+    """Bash brace expansion of one unquoted word: (values up to UNROLL_LIMIT, count)."""
+    m = _BRACE_RANGE.match(word)
+    if m:
+        a, b = int(m.group(2)), int(m.group(3))
+        step = abs(int(m.group(4) or 1)) or 1
+        count = abs(b - a) // step + 1
+        sign = 1 if b >= a else -1
+        vals = [f"{m.group(1)}{a + sign * step * k}{m.group(5)}" for k in range(min(count, UNROLL_LIMIT + 1))]
+        return vals, min(count, limit)
+    m = _BRACE_RANGE_ALPHA.match(word)
+    if m:
+        a, b = ord(m.group(2)), ord(m.group(3))
+        rng = range(a, b + 1) if b >= a else range(a, b - 1, -1)
+        return [f"{m.group(1)}{chr(c)}{m.group(4)}" for c in rng], len(rng)
+    m = _BRACE_LIST.match(word)
+    if m:
+        vals = [f"{m.group(1)}{p}{m.group(3)}" for p in m.group(2).split(",")]
+        return vals, len(vals)
+    return [word], 1
+
+
+# --------------------------------------------------------------------------- parser
+
+_KEYWORDS_END = {"done", "fi", "esac", "}", "then", "do", "else", "elif", ";;"}
+
+
+@dataclass(slots=True)
+class Simple:
+    words: list[str]
+    redirects: list[tuple[str, str | None, Token]]  # (op, raw target word, token)
+    raw: str
+
+
+@dataclass(slots=True)
+class Pipeline:
+    parts: list[object]
+    background: bool = False
+
+
+@dataclass(slots=True)
+class ForLoop:
+    var: str
+    items: list[str] | None  # raw words; None for ``for (( ))``
+    arith: str | None
+    body: list[object]
+    redirects: list[tuple[str, str | None, Token]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class WhileLoop:
+    cond: list[object]
+    body: list[object]
+    until: bool = False
+    redirects: list[tuple[str, str | None, Token]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Group:
+    body: list[object]
+    redirects: list[tuple[str, str | None, Token]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FuncDef:
+    name: str
+    body: list[object]
+
+
+class _Parser:
+    def __init__(self, tokens: list[Token]):
+        self.toks = tokens
+        self.i = 0
+        self.depth = 0
+
+    def peek(self) -> Token | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def at_word(self, *words: str) -> bool:
+        t = self.peek()
+        return t is not None and t.kind == WORD and t.text in words
+
+    def skip_seps(self) -> None:
+        while (t := self.peek()) is not None and t.kind == OP and t.text in (";", "\n", "&", ";;"):
+            self.i += 1
+
+    def parse_list(self, stops: frozenset[str] | set[str]) -> list[object]:
+        nodes: list[object] = []
+        self.depth += 1
+        try:
+            while self.i < len(self.toks):
+                self.skip_seps()
+                t = self.peek()
+                if t is None:
+                    break
+                if t.kind == WORD and t.text in stops:
+                    break
+                if t.kind == OP and t.text == ")" and ")" in stops:
+                    break
+                if self.depth > _MAX_DEPTH * 4:
+                    self.i = len(self.toks)
+                    break
+                before = self.i
+                pipe = self.parse_pipeline(stops)
+                if pipe.parts:
+                    nodes.append(pipe)
+                if self.i == before:  # no progress: drop the stray token
+                    self.i += 1
+        finally:
+            self.depth -= 1
+        return nodes
+
+    def parse_pipeline(self, stops: frozenset[str] | set[str]) -> Pipeline:
+        pipe = Pipeline([])
+        while True:
+            t = self.peek()
+            if t is not None and t.kind == WORD and t.text == "!":
+                self.i += 1
+            node = self.parse_command(stops)
+            if node is not None:
+                pipe.parts.append(node)
+            t = self.peek()
+            if t is not None and t.kind == OP and t.text in ("|", "|&"):
+                self.i += 1
+                while (t2 := self.peek()) is not None and t2.kind == OP and t2.text == "\n":
+                    self.i += 1
+                continue
+            if t is not None and t.kind == OP and t.text in ("&&", "||"):
+                self.i += 1
+                while (t2 := self.peek()) is not None and t2.kind == OP and t2.text == "\n":
+                    self.i += 1
+                # && / || chains run sequentially: represent as separate pipelines
+                return pipe
+            if t is not None and t.kind == OP and t.text == "&":
+                pipe.background = True
+                self.i += 1
+            return pipe
+
+    def parse_redirects(self) -> list[tuple[str, str | None, Token]]:
+        reds: list[tuple[str, str | None, Token]] = []
+        while (t := self.peek()) is not None and t.kind == OP and _is_redirect(t.text):
+            self.i += 1
+            if t.text.startswith("<<") and t.text not in ("<<<",):
+                reds.append((t.text.split(" ")[0], None, t))
+                continue
+            target = None
+            if not t.text.endswith("&1") and not t.text.endswith("&2") and not t.text.endswith("-"):
+                nt = self.peek()
+                if nt is not None and nt.kind == WORD:
+                    target = nt.text
+                    self.i += 1
+            reds.append((t.text, target, t))
+        return reds
+
+    def parse_command(self, stops: frozenset[str] | set[str]) -> object | None:
+        t = self.peek()
+        if t is None:
+            return None
+        if t.kind == OP and t.text == "(":
+            self.i += 1
+            body = self.parse_list(stops | {")"})
+            if (t2 := self.peek()) is not None and t2.kind == OP and t2.text == ")":
+                self.i += 1
+            return Group(body, self.parse_redirects())
+        if t.kind == ARITH:
+            self.i += 1
+            return None
+        if t.kind == WORD:
+            w = t.text
+            if w == "for":
+                return self.parse_for(stops)
+            if w in ("while", "until"):
+                self.i += 1
+                cond = self.parse_list(stops | {"do"})
+                if self.at_word("do"):
+                    self.i += 1
+                body = self.parse_list(stops | {"done"})
+                if self.at_word("done"):
+                    self.i += 1
+                return WhileLoop(cond, body, w == "until", self.parse_redirects())
+            if w == "if":
+                self.i += 1
+                body: list[object] = []
+                while True:
+                    body += self.parse_list(stops | {"then", "fi", "elif", "else"})
+                    if self.at_word("then", "elif", "else"):
+                        self.i += 1
+                        continue
+                    if self.at_word("fi"):
+                        self.i += 1
+                    break
+                return Group(body, self.parse_redirects())
+            if w == "case":
+                # Patterns are skipped; every arm's commands are kept once.
+                self.i += 1
+                body = []
+                while self.i < len(self.toks) and not self.at_word("esac"):
+                    tk = self.toks[self.i]
+                    if tk.kind == OP and tk.text == ")":
+                        self.i += 1
+                        body += self.parse_list(stops | {"esac", ";;"} | {")"})
+                        continue
+                    self.i += 1
+                if self.at_word("esac"):
+                    self.i += 1
+                return Group(body, self.parse_redirects())
+            if w == "{":
+                self.i += 1
+                body = self.parse_list(stops | {"}"})
+                if self.at_word("}"):
+                    self.i += 1
+                return Group(body, self.parse_redirects())
+            if w == "function":
+                self.i += 1
+                name_tok = self.peek()
+                if name_tok is None or name_tok.kind != WORD:
+                    return None
+                self.i += 1
+                self._skip_parens()
+                return self.parse_funcbody(name_tok.text.rstrip("()"), stops)
+            if (
+                self.i + 2 < len(self.toks)
+                and self.toks[self.i + 1].kind == OP
+                and self.toks[self.i + 1].text == "("
+                and self.toks[self.i + 2].kind == OP
+                and self.toks[self.i + 2].text == ")"
+                and re.fullmatch(r"[\w.:-]+", w)
+            ):
+                self.i += 3
+                return self.parse_funcbody(w, stops)
+            if w in _KEYWORDS_END and w in stops:
+                return None
+        return self.parse_simple()
+
+    def _skip_parens(self) -> None:
+        if (t := self.peek()) is not None and t.kind == OP and t.text == "(":
+            self.i += 1
+            if (t := self.peek()) is not None and t.kind == OP and t.text == ")":
+                self.i += 1
+
+    def parse_funcbody(self, name: str, stops: frozenset[str] | set[str]) -> FuncDef:
+        while (t := self.peek()) is not None and t.kind == OP and t.text == "\n":
+            self.i += 1
+        node = self.parse_command(stops)
+        return FuncDef(name, [Pipeline([node])] if node is not None else [])
+
+    def parse_for(self, stops: frozenset[str] | set[str]) -> ForLoop:
+        self.i += 1
+        t = self.peek()
+        if t is not None and t.kind == ARITH:
+            self.i += 1
+            self.skip_seps()
+            if self.at_word("do"):
+                self.i += 1
+            body = self.parse_list(stops | {"done"})
+            if self.at_word("done"):
+                self.i += 1
+            return ForLoop("", None, t.text, body, self.parse_redirects())
+        var = t.text if t is not None and t.kind == WORD else "_"
+        self.i += 1
+        items: list[str] | None = ["$@"]
+        if self.at_word("in"):
+            self.i += 1
+            items = []
+            while (t := self.peek()) is not None and t.kind == WORD:
+                items.append(t.text)
+                self.i += 1
+        self.skip_seps()
+        if self.at_word("do"):
+            self.i += 1
+        body = self.parse_list(stops | {"done"})
+        if self.at_word("done"):
+            self.i += 1
+        return ForLoop(var, items, None, body, self.parse_redirects())
+
+    def parse_simple(self) -> Simple | None:
+        start = self.i
+        words: list[str] = []
+        reds: list[tuple[str, str | None, Token]] = []
+        while (t := self.peek()) is not None:
+            if t.kind == WORD:
+                if not words and t.text in ("done", "fi", "esac", "}", "then", "do", "else", "elif"):
+                    break
+                words.append(t.text)
+                self.i += 1
+            elif t.kind == OP and _is_redirect(t.text):
+                reds += self.parse_redirects()
+            else:
+                break
+        if self.i == start:
+            return None
+        raw = " ".join(tk.text for tk in self.toks[start : self.i] if tk.kind == WORD)
+        return Simple(words, reds, raw)
+
+
+def _is_redirect(op: str) -> bool:
+    return op[:1] in "<>0123456789&" and op not in ("&", "&&") and ("<" in op or ">" in op)
+
+
+def parse(text: str) -> list[object]:
+    """Parse shell text into a small AST (lists of pipelines)."""
+    return _Parser(tokenize(text)).parse_list(frozenset())
+
+
+# --------------------------------------------------------------------------- interpreter
+
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S)
+_WRAPPERS_NOARG = {"nohup", "time", "exec", "command", "builtin", "noglob", "unbuffer", "stdbuf", "nice", "ionice", "setsid", "proxychains", "proxychains4", "torsocks"}
+_ARITH_FOR = re.compile(
+    r"^\s*(\w+)\s*=\s*(-?\d+)\s*;\s*\w+\s*(<=|<|>=|>|!=)\s*(-?\d+)\s*;\s*\w+\s*(\+\+|--|\+=\s*\d+|-=\s*\d+)?"
+)
+_COUNTER_COND = re.compile(r"\$\{?(\w+)\}?\"?\s+-(lt|le|ne)\s+\"?(\d+)|\(\(\s*(\w+)\s*(<=|<)\s*(\d+)\s*\)\)")
+
+
+class _Interp:
+    def __init__(self, files: FileLookup | None):
+        self.files = files
+        self.out: list[Command] = []
+        self.funcs: dict[str, list[object]] = {}
+        self.depth = 0
+        self.written: dict[str, str] = {}
+
+    # -- helpers
+    def lookup_file(self, path: str) -> str | None:
+        if path in self.written:
+            return self.written[path]
+        return self.files(path) if self.files else None
+
+    def make_subst(self, env: dict[str, str], repeat: int) -> Callable[[str], str | None]:
+        def subst(inner: str) -> str | None:
+            if self.depth > _MAX_DEPTH:
+                return None
+            self.depth += 1
+            try:
+                cmds = self.run_nodes(parse(inner), dict(env), repeat, capture=True)
+            finally:
+                self.depth -= 1
+            if cmds and all(c.output is not None for c in cmds):
+                return "".join(c.output or "" for c in cmds).rstrip("\n")
+            return None
+
+        return subst
+
+    def expand_words(self, words: list[str], env: dict[str, str], repeat: int) -> list[str]:
+        subst = self.make_subst(env, repeat)
+        out: list[str] = []
+        for w in words:
+            val, _ = expand_word(w, env, subst)
+            if "{" in w and "'" not in w and '"' not in w and ".." in w or ("{" in w and "," in w and "'" not in w and '"' not in w and "=" not in w and "://" not in w):
+                vals, _count = brace_expand(val)
+                out.extend(vals)
+            else:
+                out.append(val)
+        return out
+
+    def expand_heredoc(self, tok: Token, env: dict[str, str], repeat: int) -> str:
+        body = tok.heredoc or ""
+        if tok.heredoc_quoted or "$" not in body and "`" not in body:
+            return body
+        return _expand_dq(body.replace('"', '\\"'), env, self.make_subst(env, repeat))[0].replace('\\"', '"')
+
+    # -- walking
+    def run_nodes(self, nodes: list[object], env: dict[str, str], repeat: int, capture: bool = False) -> list[Command]:
+        start = len(self.out)
+        for node in nodes:
+            if len(self.out) > _MAX_COMMANDS:
+                break
+            if isinstance(node, Pipeline):
+                self.run_pipeline(node, env, repeat)
+        return self.out[start:]
+
+    def run_pipeline(self, pipe: Pipeline, env: dict[str, str], repeat: int) -> None:
+        prev: Command | None = None
+        for k, part in enumerate(pipe.parts):
+            last = k == len(pipe.parts) - 1
+            cmds = self.run_part(part, env, repeat, prev, pipe.background)
+            if not last:
+                for c in cmds:
+                    c.pipes_to = True
+            prev = cmds[-1] if cmds else None
+
+    def run_part(self, part: object, env: dict[str, str], repeat: int, prev: Command | None, bg: bool) -> list[Command]:
+        start = len(self.out)
+        if isinstance(part, Simple):
+            self.run_simple(part, env, repeat, prev, bg)
+        elif isinstance(part, ForLoop):
+            self.run_for(part, env, repeat, prev)
+        elif isinstance(part, WhileLoop):
+            self.run_while(part, env, repeat, prev)
+        elif isinstance(part, Group):
+            self.run_nodes(part.body, env, repeat)
+        elif isinstance(part, FuncDef):
+            self.funcs[part.name] = part.body
+        if bg:
+            for c in self.out[start:]:
+                c.background = True
+        return self.out[start:]
+
+    def run_for(self, loop: ForLoop, env: dict[str, str], repeat: int, prev: Command | None) -> None:
+        if loop.items is None:
+            count, var, first, known = _arith_for(loop.arith or "")
+            values = (
+                [str(first + k) for k in range(count)]
+                if known and count <= UNROLL_LIMIT and var and _mentions(loop.body, var)
+                else None
+            )
+            if values is not None:
+                for v in values:
+                    self.run_nodes(loop.body, {**env, var: v}, repeat)
+            else:
+                self.run_nodes(loop.body, {**env, var: str(first)} if var else env, _mul(repeat, count))
+                if not known:
+                    self._mark_unknown(len(self.out))
+            return
+        values: list[str] = []
+        count = 0
+        exact = True
+        subst = self.make_subst(env, repeat)
+        for w in loop.items:
+            if w == "$@":
+                exact = False
+                continue
+            val, ok = expand_word(w, env, subst)
+            quoted = "'" in w or '"' in w
+            if not ok:
+                exact = False
+                count += 1
+                values.append(val)
+            elif quoted:
+                values.append(val)
+                count += 1
+            else:
+                # Unquoted expansion is word-split (seq output, $(cat list)).
+                for piece in val.split() or ([] if w.startswith("$") else [val]):
+                    vals, c = brace_expand(piece)
+                    values.extend(vals)
+                    count += c
+        if count == 0:
+            return
+        if count <= UNROLL_LIMIT and len(values) == count and _mentions(loop.body, loop.var):
+            start = len(self.out)
+            for v in values:
+                self.run_nodes(loop.body, {**env, loop.var: v}, repeat)
+            if not exact:
+                self._mark_unknown(start)
+        else:
+            start = len(self.out)
+            self.run_nodes(loop.body, {**env, loop.var: values[0] if values else ""}, _mul(repeat, count))
+            if not exact:
+                self._mark_unknown(start)
+
+    def run_while(self, loop: WhileLoop, env: dict[str, str], repeat: int, prev: Command | None) -> None:
+        count: int | None = None
+        cond_text = " ".join(p.raw for pl in loop.cond if isinstance(pl, Pipeline) for p in pl.parts if isinstance(p, Simple))
+        start = len(self.out)
+        self.run_nodes(loop.cond, env, repeat)
+        is_read = cond_text.startswith("read") or " read " in f" {cond_text} "
+        if is_read:
+            data = None
+            for op, target, tok in loop.redirects:
+                if op == "<" and target:
+                    data = self.lookup_file(unquote_simple(target))
+                elif op in ("<<", "<<-"):
+                    data = self.expand_heredoc(tok, env, repeat)
+                elif op == "<<<" and target:
+                    data = expand_word(target, env, None)[0] + "\n"
+            if data is None and prev is not None and prev.output is not None:
+                data = prev.output
+            if data is not None:
+                count = len([ln for ln in data.splitlines() if ln.strip()])
+        else:
+            m = _COUNTER_COND.search(cond_text)
+            if m:
+                if m.group(3):
+                    var, limit, op = m.group(1), int(m.group(3)), m.group(2)
+                    first = int(env.get(var, "0")) if env.get(var, "0").lstrip("-").isdigit() else 0
+                    count = max(0, limit - first + (1 if op == "le" else 0))
+                else:
+                    var, limit, op = m.group(4), int(m.group(6)), m.group(5)
+                    first = int(env.get(var, "0")) if env.get(var, "0").lstrip("-").isdigit() else 0
+                    count = max(0, limit - first + (1 if op == "<=" else 0))
+        body_start = len(self.out)
+        self.run_nodes(loop.body, env, _mul(repeat, count if count is not None else UNKNOWN_LOOP_REPEAT))
+        for c in self.out[start:body_start]:
+            c.repeat = _mul(repeat, count if count is not None else UNKNOWN_LOOP_REPEAT)
+        if count is None:
+            self._mark_unknown(start)
+
+    def _mark_unknown(self, start: int) -> None:
+        for c in self.out[start:]:
+            c.repeat_known = False
+
+    def run_simple(self, node: Simple, env: dict[str, str], repeat: int, prev: Command | None, bg: bool) -> None:
+        words = node.words
+        # Leading assignments.
+        k = 0
+        assigns: dict[str, str] = {}
+        subst = self.make_subst(env, repeat)
+        unknown: list[str] = []
+        while k < len(words) and (m := _ASSIGN.match(words[k])):
+            val, ok = expand_word(m.group(3), {**env, **assigns}, subst)
+            name = m.group(1)
+            if ok:
+                assigns[name] = (env.get(name, "") + val) if m.group(2) else val
+            else:
+                # Unknown values (e.g. TOKEN=$(curl ... | jq)) stay as "$TOKEN".
+                unknown.append(name)
+            k += 1
+        if k == len(words):
+            for name in unknown:
+                env.pop(name, None)
+            env.update(assigns)
+            if not node.redirects:
+                return
+        cmd_env = {**env, **assigns} if assigns else env
+        argv = self.expand_words(words[k:], cmd_env, repeat)
+        if argv and argv[0] in ("export", "local", "declare", "typeset", "readonly"):
+            for w in words[k + 1 :]:
+                if m := _ASSIGN.match(w):
+                    val, ok = expand_word(m.group(3), env, subst)
+                    if ok:
+                        env[m.group(1)] = val
+                    else:
+                        env.pop(m.group(1), None)
+            return
+        if argv and argv[0] in self.funcs and self.depth <= _MAX_DEPTH:
+            self.depth += 1
+            try:
+                fenv = dict(env)
+                for idx, a in enumerate(argv[1:], 1):
+                    fenv[str(idx)] = a
+                fenv["@"] = " ".join(argv[1:])
+                self.run_nodes(self.funcs[argv[0]], fenv, repeat)
+            finally:
+                self.depth -= 1
+            return
+        cmd = Command(argv=argv, raw=node.raw, repeat=repeat, background=bg, env=cmd_env)
+        if prev is not None:
+            cmd.piped_from = prev
+            if prev.output is not None:
+                cmd.stdin = prev.output
+        for op, target, tok in node.redirects:
+            tgt = expand_word(target, cmd_env, subst)[0] if target is not None else None
+            if op in ("<<", "<<-"):
+                cmd.stdin = self.expand_heredoc(tok, cmd_env, repeat)
+            elif op == "<<<" and tgt is not None:
+                cmd.stdin = tgt + "\n"
+            elif op == "<" and tgt:
+                cmd.stdin_file = tgt
+                content = self.lookup_file(tgt)
+                if content is not None:
+                    cmd.stdin = content
+            elif op.lstrip("0123456789&") in (">", ">>", ">|") and tgt and not op.startswith("2"):
+                cmd.stdout_file = tgt
+                cmd.append = op.endswith(">>")
+        self.unwrap(cmd, env, repeat)
+
+    def unwrap(self, cmd: Command, env: dict[str, str], repeat: int) -> None:
+        """Strip wrapper commands, recurse into ``bash -c``/``eval``/``xargs``, then emit."""
+        argv = cmd.argv
+        guard = 0
+        while argv and guard < 8:
+            guard += 1
+            name = argv[0].rsplit("/", 1)[-1]
+            if name in _WRAPPERS_NOARG:
+                argv = _drop_options(argv[1:])
+            elif name == "timeout":
+                rest = _drop_options(argv[1:], takes_arg={"-s", "--signal", "-k", "--kill-after"})
+                argv = rest[1:] if rest else []
+            elif name in ("sudo", "doas"):
+                argv = _drop_options(argv[1:], takes_arg={"-u", "-g", "-C", "-h", "-p", "-U"})
+            elif name == "env":
+                rest = _drop_options(argv[1:], takes_arg={"-u", "--unset", "-C", "--chdir"})
+                while rest and _ASSIGN.match(rest[0]):
+                    rest = rest[1:]
+                argv = rest
+            elif name == "watch":
+                rest = _drop_options(argv[1:], takes_arg={"-n", "--interval", "-d"})
+                cmd.repeat = _mul(cmd.repeat, UNKNOWN_LOOP_REPEAT)
+                cmd.repeat_known = False
+                if len(rest) == 1:
+                    self._recurse_text(rest[0], cmd, env)
+                    return
+                argv = rest
+            elif name in ("bash", "sh", "zsh", "dash") and "-c" in argv[1:3]:
+                idx = argv.index("-c")
+                if idx + 1 < len(argv):
+                    self._recurse_text(argv[idx + 1], cmd, env)
+                    return
+                break
+            elif name in ("bash", "sh") and len(argv) == 1 and cmd.stdin:
+                self._recurse_text(cmd.stdin, cmd, env)
+                return
+            elif name == "eval" and len(argv) > 1:
+                self._recurse_text(" ".join(argv[1:]), cmd, env)
+                return
+            elif name == "xargs":
+                self._xargs(cmd, argv, env)
+                return
+            else:
+                break
+        cmd.argv = argv
+        if not argv:
+            return
+        cmd.output = _static_output(cmd, self.lookup_file)
+        if cmd.stdout_file:
+            content = cmd.output if cmd.output is not None else (cmd.stdin if argv[0] == "cat" and len(argv) == 1 else None)
+            if content is not None:
+                old = self.written.get(cmd.stdout_file, "") if cmd.append else ""
+                self.written[cmd.stdout_file] = old + content
+            if cmd.output is not None:
+                cmd.output = None if cmd.stdout_file else cmd.output
+        if argv[0] == "tee" and cmd.stdin is not None:
+            for path in [a for a in argv[1:] if not a.startswith("-")]:
+                self.written[path] = (self.written.get(path, "") if "-a" in argv else "") + cmd.stdin
+            cmd.output = cmd.stdin
+        self.out.append(cmd)
+
+    def _recurse_text(self, text: str, cmd: Command, env: dict[str, str]) -> None:
+        if self.depth > _MAX_DEPTH:
+            return
+        self.depth += 1
+        try:
+            start = len(self.out)
+            self.run_nodes(parse(text), dict(env), cmd.repeat)
+            for c in self.out[start:]:
+                c.background = c.background or cmd.background
+                c.repeat_known = c.repeat_known and cmd.repeat_known
+                if c.piped_from is None and cmd.piped_from is not None:
+                    c.piped_from = cmd.piped_from
+                    if c.stdin is None:
+                        c.stdin = cmd.stdin
+        finally:
+            self.depth -= 1
+
+    def _xargs(self, cmd: Command, argv: list[str], env: dict[str, str]) -> None:
+        i = 1
+        repl: str | None = None
+        per = 0
+        while i < len(argv) and argv[i].startswith("-"):
+            a = argv[i]
+            if a in ("-I", "-i", "--replace"):
+                repl = argv[i + 1] if a == "-I" and i + 1 < len(argv) else "{}"
+                i += 2 if a == "-I" else 1
+                continue
+            if a.startswith("-I") and len(a) > 2:
+                repl = a[2:]
+            elif a in ("-n", "-L", "-P", "-d", "-s", "-a", "-E", "--max-args", "--max-procs", "--delimiter"):
+                if a in ("-n", "-L", "--max-args") and i + 1 < len(argv) and argv[i + 1].isdigit():
+                    per = int(argv[i + 1])
+                i += 2
+                continue
+            elif re.fullmatch(r"-[nLP]\d+", a):
+                if a[1] in "nL":
+                    per = int(a[2:])
+            i += 1
+        inner = argv[i:] or ["echo"]
+        items: list[str] | None = None
+        if cmd.stdin is not None:
+            items = cmd.stdin.split("\n") if repl else cmd.stdin.split()
+            items = [x.strip() for x in items if x.strip()]
+        if items is None:
+            count, known = UNKNOWN_LOOP_REPEAT, False
+        else:
+            count = len(items) if (repl or per) else (1 if items else 0)
+            if per > 1 and not repl:
+                count = -(-len(items) // per)
+            known = True
+        if count == 0:
+            return
+        if items is not None and repl and len(items) <= UNROLL_LIMIT:
+            for it in items:
+                sub = Command(argv=[a.replace(repl, it) for a in inner], raw=cmd.raw, repeat=cmd.repeat, background=cmd.background, env=cmd.env, stdout_file=cmd.stdout_file)
+                self.unwrap(sub, env, cmd.repeat)
+            return
+        if items is not None and not repl and not per:
+            inner = inner + items
+        elif items is not None and repl and items:
+            inner = [a.replace(repl, items[0]) for a in inner]
+        sub = Command(argv=inner, raw=cmd.raw, repeat=_mul(cmd.repeat, count), repeat_known=known and cmd.repeat_known, background=cmd.background, env=cmd.env, stdout_file=cmd.stdout_file)
+        self.unwrap(sub, env, cmd.repeat)
+
+
+def _mentions(nodes: list[object], var: str) -> bool:
+    """Whether any word or redirect in ``nodes`` refers to ``$var`` (so unrolling matters)."""
+    pat = re.compile(r"\$\{?" + re.escape(var) + r"(?![A-Za-z0-9_])")
+    stack: list[object] = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Pipeline):
+            stack.extend(node.parts)
+        elif isinstance(node, Simple):
+            if any("$" in w and pat.search(w) for w in node.words):
+                return True
+            if any(t is not None and pat.search(t) for _, t, _ in node.redirects):
+                return True
+            if any(tok.heredoc and pat.search(tok.heredoc) for _, _, tok in node.redirects):
+                return True
+        elif isinstance(node, ForLoop):
+            stack.extend(node.body)
+            if node.items and any(pat.search(w) for w in node.items):
+                return True
+        elif isinstance(node, WhileLoop):
+            stack.extend(node.cond)
+            stack.extend(node.body)
+        elif isinstance(node, (Group, FuncDef)):
+            stack.extend(node.body)
+    return False
+
+
+def _drop_options(argv: list[str], takes_arg: set[str] | None = None) -> list[str]:
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        if takes_arg and argv[i] in takes_arg:
+            i += 1
+        i += 1
+    return argv[i:]
+
+
+def _mul(a: int, b: int) -> int:
+    return min(a * b, _MAX_REPEAT)
+
+
+def _arith_for(text: str) -> tuple[int, str, int, bool]:
+    m = _ARITH_FOR.match(text)
+    if not m:
+        return UNKNOWN_LOOP_REPEAT, "", 0, False
+    var, a, op, b, inc = m.group(1), int(m.group(2)), m.group(3), int(m.group(4)), (m.group(5) or "++")
+    step = 1
+    if "=" in inc:
+        step = int(re.sub(r"\D", "", inc) or 1) or 1
+    if inc.startswith("-"):
+        step = -step
+    if op in ("<", "<="):
+        span = b - a + (1 if op == "<=" else 0)
+        count = max(0, -(-span // step)) if step > 0 else UNKNOWN_LOOP_REPEAT
+    elif op in (">", ">="):
+        span = a - b + (1 if op == ">=" else 0)
+        count = max(0, -(-span // -step)) if step < 0 else UNKNOWN_LOOP_REPEAT
+    else:
+        count = abs(b - a) // abs(step) if step else UNKNOWN_LOOP_REPEAT
+    return min(count, _MAX_REPEAT), var, a, True
+
+
+_PRINTF_SPEC = re.compile(r"%(?:%|[-+ #0]*\d*(?:\.\d+)?[sdbqifxXc])")
+
+
+def _echo_text(args: list[str]) -> str:
+    newline = True
+    escapes = False
+    while args and re.fullmatch(r"-[neE]+", args[0]):
+        newline = newline and "n" not in args[0]
+        escapes = "e" in args[0] or escapes
+        args = args[1:]
+    text = " ".join(args)
+    if escapes:
+        text = _c_escapes(text)
+    return text + ("\n" if newline else "")
+
+
+def _c_escapes(text: str) -> str:
+    return text.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r").replace("\\\\", "\\")
+
+
+def _printf_text(args: list[str]) -> str:
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        return ""
+    fmt = _c_escapes(args[0])
+    vals = args[1:]
+    if not _PRINTF_SPEC.search(fmt):
+        return fmt.replace("%%", "%")
+    out: list[str] = []
+    idx = 0
+    # printf reuses the format until all arguments are consumed.
+    for _ in range(64):
+        def repl(m: re.Match[str]) -> str:
+            nonlocal idx
+            if m.group() == "%%":
+                return "%"
+            v = vals[idx] if idx < len(vals) else ""
+            idx += 1
+            return _c_escapes(v) if m.group().endswith("b") else v
+
+        out.append(_PRINTF_SPEC.sub(repl, fmt))
+        if idx >= len(vals):
+            break
+    return "".join(out)
+
+
+def _static_output(cmd: Command, files: FileLookup) -> str | None:
+    """Stdout of ``cmd`` when it can be known without running it."""
+    argv = cmd.argv
+    name = argv[0]
+    if name == "echo":
+        return _echo_text(argv[1:])
+    if name == "printf":
+        return _printf_text(argv[1:])
+    if name == "cat":
+        paths = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
+        if not paths:
+            return cmd.stdin
+        parts = []
+        for p in paths:
+            c = cmd.stdin if p == "-" else files(p)
+            if c is None:
+                return None
+            parts.append(c)
+        return "".join(parts)
+    if name == "seq":
+        nums = [a for a in argv[1:] if re.fullmatch(r"-?\d+", a)]
+        if len(nums) == 1:
+            a, step, b = 1, 1, int(nums[0])
+        elif len(nums) == 2:
+            a, step, b = int(nums[0]), 1, int(nums[1])
+        elif len(nums) == 3:
+            a, step, b = int(nums[0]), int(nums[1]) or 1, int(nums[2])
+        else:
+            return None
+        count = max(0, (b - a) // step + 1)
+        if count > 100_000:
+            return None
+        return "".join(f"{a + k * step}\n" for k in range(count))
+    if name == "true":
+        return ""
+    return None
+
+
+def run_script(text: str, files: FileLookup | None = None) -> tuple[list[Command], dict[str, str]]:
+    """Read one command text: the simple commands that run, and files it writes.
+
+    ``files`` resolves paths written by earlier steps (for ``cat f``, ``< f``,
+    ``-d @f``). Returns ``(commands, written)`` where ``written`` maps each path
+    to its statically known new content. Never raises.
+    """
+    interp = _Interp(files)
+    try:
+        interp.run_nodes(parse(text), {}, 1)
+    except (RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError, MemoryError):
+        pass
+    return interp.out, interp.written
+
+
+def iter_words(text: str) -> Iterator[str]:
+    """Shell words of ``text`` with quotes removed and nothing expanded (like ``shlex.split``)."""
+    for tok in tokenize(text):
+        if tok.kind == WORD:
+            yield unquote_simple(tok.text)
