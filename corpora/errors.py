@@ -56,6 +56,8 @@ class InputTooLargeError(InputError):
 
     def __init__(self, path: str, size: int, max_bytes: int, *, line: int | None = None) -> None:
         what = "a file" if line is None else "a line"
-        super().__init__(path, "", f"{what} of at most {max_bytes} bytes", f"{size} bytes", line=line)
+        super().__init__(
+            path, "", f"{what} of at most {max_bytes} bytes", f"{size} bytes", line=line
+        )
         self.size = size
         self.max_bytes = max_bytes

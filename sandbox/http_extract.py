@@ -284,10 +284,9 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
             upload_file = v
         elif opt in ("-g", "--globoff"):
             globbing = False
-        elif opt == "--url-query":
-            if "=" in v:
-                k, _, qv = v.partition("=")
-                query_extra.append((k.lstrip("+"), qv))
+        elif opt == "--url-query" and "=" in v:
+            k, _, qv = v.partition("=")
+            query_extra.append((k.lstrip("+"), qv))
     if not urls:
         return []
     body = "&".join(data)

@@ -1,22 +1,1068 @@
-"""HTTP requests in Python code the agent ran (placeholder: regex reading; AST reader follows)."""
+"""HTTP requests in Python code the agent ran, read with :mod:`ast`.
+
+A small abstract interpreter walks the module: it tracks imports and aliases,
+simple assignments (strings, numbers, dicts, lists, f-strings with known parts,
+``+``/``%``/``.format``), ``json.dumps``, ``urlencode``, ``base64``, function
+definitions (inlined at their call sites, bounded depth), ``for`` loops
+(unrolled when short, otherwise one pass with a repeat count), ``while``
+loops, comprehensions and ``executor.map``. Calls that send requests are
+recorded with the loop multiplier in force:
+
+* ``urllib.request.urlopen(url | Request(url, data=, headers=, method=))``,
+  ``Request.add_header``, ``build_opener().open``;
+* ``requests.get/post/.../request``, ``requests.Session()`` (session headers),
+  and the same for ``httpx``;
+* ``http.client.HTTPConnection(host, port).request(method, path, body, headers)``;
+* raw HTTP through ``socket`` (``connect((host, port))`` + ``send``/``sendall``).
+
+Unknown values render as ``{name}`` placeholders (``f"Bearer {token}"``), so the
+request shape survives. Code that does not parse falls back to regexes.
+"""
 
 from __future__ import annotations
 
+import ast
+import base64
+import contextlib
+import json
 import re
 from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote, urlencode
 
-from monsearch.sandbox.http_extract import Request, normalise_url
+from monsearch.sandbox.http_extract import Request, normalise_url, parse_raw_http, split_url
+from monsearch.sandbox.shell import UNKNOWN_LOOP_REPEAT, UNROLL_LIMIT
 
 FileLookup = Callable[[str], "str | None"]
 
-_CALL = re.compile(r"""(?:requests|httpx)\.(get|post|put|patch|delete|head|options)\(\s*[fr]?['"]([^'"]+)['"]""")
-_URLOPEN = re.compile(r"""urlopen\(\s*[fr]?['"]([^'"]+)['"]""")
+_MAX_STEPS = 20_000
+_MAX_DEPTH = 8
+_MAX_REPEAT = 10**9
+_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 
 
-def python_requests(code: str, files: FileLookup) -> list[Request]:
+class Unknown:
+    """A value the reader cannot know; ``text`` is how it prints in a string."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Unknown({self.text!r})"
+
+
+class Mod:
+    """A module, or a dotted name reached from one (``urllib.request.urlopen``)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+class Obj:
+    """An object of interest: Request, Session, HTTPConnection, socket, file, ..."""
+
+    __slots__ = ("kind", "attrs")
+
+    def __init__(self, kind: str, **attrs: Any):
+        self.kind = kind
+        self.attrs = attrs
+
+
+class Bound:
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj: Any, name: str):
+        self.obj = obj
+        self.name = name
+
+
+class Func:
+    __slots__ = ("node", "closure")
+
+    def __init__(self, node: ast.FunctionDef | ast.Lambda, closure: dict[str, Any]):
+        self.node = node
+        self.closure = closure
+
+
+class _Return(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
+class _Budget(Exception):
+    pass
+
+
+def _text(v: Any) -> str:
+    """How a value prints inside a string."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, Unknown):
+        return "{" + v.text + "}"
+    if isinstance(v, bool) or v is None or isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, (dict, list, tuple)):
+        try:
+            return str(_plain(v))
+        except (TypeError, ValueError, RecursionError):
+            return "{?}"
+    return "{?}"
+
+
+def _plain(v: Any) -> Any:
+    """Plain JSON-able data; Unknowns become their placeholder text."""
+    if isinstance(v, dict):
+        return {_text(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return _text(v)
+
+
+def _known(v: Any) -> bool:
+    return not isinstance(v, (Unknown, Mod, Obj, Bound, Func))
+
+
+class _Reader:
+    def __init__(self, files: FileLookup):
+        self.files = files
+        self.out: list[Request] = []
+        self.mult = 1
+        self.mult_known = True
+        self.steps = 0
+        self.depth = 0
+        self.written: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ statements
+    def run(self, body: list[ast.stmt], env: dict[str, Any]) -> None:
+        for stmt in body:
+            self.steps += 1
+            if self.steps > _MAX_STEPS:
+                raise _Budget
+            self.stmt(stmt, env)
+
+    def stmt(self, node: ast.stmt, env: dict[str, Any]) -> None:
+        if isinstance(node, ast.Expr):
+            self.expr(node.value, env)
+        elif isinstance(node, ast.Assign):
+            value = self.expr(node.value, env)
+            for target in node.targets:
+                self.assign(target, value, env)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            self.assign(node.target, self.expr(node.value, env), env)
+        elif isinstance(node, ast.AugAssign):
+            cur = self.expr(node.target, env) if isinstance(node.target, ast.Name) else Unknown("?")
+            val = self.binop(node.op, cur, self.expr(node.value, env))
+            self.assign(node.target, val, env)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.imports(node, env)
+        elif isinstance(node, ast.FunctionDef):
+            env[node.name] = Func(node, env)
+        elif isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
+            env[node.name] = Unknown(node.name)
+        elif isinstance(node, ast.Return):
+            raise _Return(self.expr(node.value, env) if node.value is not None else None)
+        elif isinstance(node, ast.If):
+            test = self.expr(node.test, env)
+            if _known(test) and not isinstance(test, (dict, list, tuple)) and test in (True, False):
+                self.run(node.body if test else node.orelse, env)
+            else:
+                self.run(node.body, env)
+                self.run(node.orelse, env)
+        elif isinstance(node, ast.For):
+            self.for_loop(node.target, node.iter, node.body, env)
+            self.run(node.orelse, env)
+        elif isinstance(node, ast.While):
+            self.while_loop(node, env)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            self.run(node.body, env)  # type: ignore[attr-defined]
+            for h in node.handlers:  # type: ignore[attr-defined]
+                if h.name:
+                    env[h.name] = Unknown(h.name)
+                self.run(h.body, env)
+            self.run(node.orelse, env)  # type: ignore[attr-defined]
+            self.run(node.finalbody, env)  # type: ignore[attr-defined]
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                val = self.expr(item.context_expr, env)
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, val, env)
+            self.run(node.body, env)
+
+    def assign(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (tuple, list)) and len(value) == len(target.elts):
+                for t, v in zip(target.elts, value, strict=True):
+                    self.assign(t, v, env)
+            else:
+                for t in target.elts:
+                    self.assign(t, Unknown(_src(t)), env)
+        elif isinstance(target, ast.Subscript):
+            obj = self.expr(target.value, env)
+            key = self.expr(target.slice, env)
+            if isinstance(obj, dict) and _known(key) and not isinstance(key, (dict, list)):
+                obj[key] = value
+            elif isinstance(obj, Obj) and obj.kind in ("session", "request") and isinstance(key, str):
+                pass
+        elif isinstance(target, ast.Attribute):
+            obj = self.expr(target.value, env)
+            if isinstance(obj, Obj):
+                obj.attrs[target.attr] = value
+
+    def imports(self, node: ast.Import | ast.ImportFrom, env: dict[str, Any]) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    env[alias.asname] = Mod(alias.name)
+                else:
+                    top = alias.name.split(".", 1)[0]
+                    env[top] = Mod(top)
+        else:
+            base = node.module or ""
+            for alias in node.names:
+                env[alias.asname or alias.name] = Mod(f"{base}.{alias.name}" if base else alias.name)
+
+    def for_loop(self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt], env: dict[str, Any]) -> None:
+        items, count, known = self.iterate(self.expr(iter_node, env))
+        if count == 0:
+            return
+        if items is not None and count <= UNROLL_LIMIT:
+            for item in items:
+                self.assign(target, item, env)
+                try:
+                    self.run(body, env)
+                except _LoopExit:
+                    break
+            return
+        saved = (self.mult, self.mult_known)
+        self.mult = min(self.mult * count, _MAX_REPEAT)
+        self.mult_known = self.mult_known and known
+        try:
+            self.assign(target, items[0] if items else Unknown(_src(target)), env)
+            self.run(body, env)
+        except _LoopExit:
+            pass
+        finally:
+            self.mult, self.mult_known = saved
+
+    def iterate(self, value: Any) -> tuple[list[Any] | None, int, bool]:
+        """(first items, count, count known) of an iterable value."""
+        if isinstance(value, Obj) and value.kind == "lazy_iter":
+            return [value.attrs["first"]], value.attrs["count"], True
+        if isinstance(value, Obj) and value.kind == "range":
+            r: range = value.attrs["range"]
+            n = len(r)
+            return ([r[0]] if n else []) if n > UNROLL_LIMIT else list(r), n, True
+        if isinstance(value, (list, tuple)):
+            return list(value), len(value), True
+        if isinstance(value, str):
+            return list(value), len(value), True
+        if isinstance(value, dict):
+            return list(value.keys()), len(value), True
+        return None, UNKNOWN_LOOP_REPEAT, False
+
+    def while_loop(self, node: ast.While, env: dict[str, Any]) -> None:
+        count: int | None = None
+        t = node.test
+        if (
+            isinstance(t, ast.Compare)
+            and len(t.ops) == 1
+            and isinstance(t.left, ast.Name)
+            and isinstance(t.ops[0], (ast.Lt, ast.LtE))
+        ):
+            start = env.get(t.left.id)
+            limit = self.expr(t.comparators[0], env)
+            if isinstance(start, int) and isinstance(limit, int):
+                count = max(0, limit - start + (1 if isinstance(t.ops[0], ast.LtE) else 0))
+        saved = (self.mult, self.mult_known)
+        self.mult = min(self.mult * (count if count is not None else UNKNOWN_LOOP_REPEAT), _MAX_REPEAT)
+        self.mult_known = self.mult_known and count is not None
+        try:
+            self.run(node.body, env)
+        except _LoopExit:
+            pass
+        finally:
+            self.mult, self.mult_known = saved
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, node: ast.expr | None, env: dict[str, Any]) -> Any:
+        if node is None:
+            return None
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            raise _Budget
+        if isinstance(node, ast.Constant):
+            v = node.value
+            return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+        if isinstance(node, ast.Name):
+            if node.id in env:
+                return env[node.id]
+            return _BUILTINS.get(node.id, Unknown(node.id))
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for v in node.values:
+                if isinstance(v, ast.Constant):
+                    parts.append(str(v.value))
+                elif isinstance(v, ast.FormattedValue):
+                    val = self.expr(v.value, env)
+                    if isinstance(val, Unknown):
+                        parts.append("{" + _src(v.value) + "}")
+                    elif v.format_spec is not None and isinstance(val, (int, float)):
+                        spec = "".join(str(x.value) for x in v.format_spec.values if isinstance(x, ast.Constant))  # type: ignore[attr-defined]
+                        try:
+                            parts.append(format(val, spec))
+                        except ValueError:
+                            parts.append(str(val))
+                    else:
+                        parts.append(_text(val))
+            return "".join(parts)
+        if isinstance(node, ast.BinOp):
+            return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
+        if isinstance(node, ast.Dict):
+            d: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values, strict=True):
+                if k is None:
+                    inner = self.expr(v, env)
+                    if isinstance(inner, dict):
+                        d.update(inner)
+                    continue
+                key = self.expr(k, env)
+                d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = self.expr(v, env)
+            return d
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            items: list[Any] = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    inner = self.expr(e.value, env)
+                    items.extend(inner if isinstance(inner, (list, tuple)) else [inner])
+                else:
+                    items.append(self.expr(e, env))
+            return tuple(items) if isinstance(node, ast.Tuple) else items
+        if isinstance(node, ast.Attribute):
+            return self.attribute(self.expr(node.value, env), node.attr, node)
+        if isinstance(node, ast.Subscript):
+            obj = self.expr(node.value, env)
+            key = self.expr(node.slice, env)
+            try:
+                if isinstance(obj, (dict, list, tuple, str)) and _known(key) and not isinstance(key, (dict, list)):
+                    return obj[key]
+            except (KeyError, IndexError, TypeError, ValueError):
+                pass
+            return Unknown(_src(node))
+        if isinstance(node, ast.Slice):
+            return Unknown("slice")
+        if isinstance(node, ast.Call):
+            return self.call(node, env)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            return self.comprehension(node, env)
+        if isinstance(node, ast.DictComp):
+            self.comprehension(node, env)
+            return Unknown(_src(node))
+        if isinstance(node, ast.IfExp):
+            test = self.expr(node.test, env)
+            if test is True or test is False:
+                return self.expr(node.body if test else node.orelse, env)
+            body = self.expr(node.body, env)
+            self.expr(node.orelse, env)
+            return body
+        if isinstance(node, ast.BoolOp):
+            vals = [self.expr(v, env) for v in node.values]
+            if isinstance(node.op, ast.Or):
+                for v in vals:
+                    if isinstance(v, Unknown):
+                        return v
+                    if v:
+                        return v
+                return vals[-1]
+            for v in vals:
+                if isinstance(v, Unknown) or not v:
+                    return v
+            return vals[-1]
+        if isinstance(node, ast.Compare):
+            left = self.expr(node.left, env)
+            rights = [self.expr(c, env) for c in node.comparators]
+            if len(rights) == 1 and _known(left) and _known(rights[0]):
+                try:
+                    return _compare(node.ops[0], left, rights[0])
+                except TypeError:
+                    return Unknown(_src(node))
+            return Unknown(_src(node))
+        if isinstance(node, ast.UnaryOp):
+            v = self.expr(node.operand, env)
+            if isinstance(node.op, ast.USub) and isinstance(v, (int, float)):
+                return -v
+            if isinstance(node.op, ast.Not) and _known(v):
+                return not v
+            return Unknown(_src(node))
+        if isinstance(node, ast.Lambda):
+            return Func(node, env)
+        if isinstance(node, ast.NamedExpr):
+            v = self.expr(node.value, env)
+            self.assign(node.target, v, env)
+            return v
+        if isinstance(node, ast.Await):
+            return self.expr(node.value, env)
+        return Unknown(_src(node))
+
+    def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, env: dict[str, Any]) -> Any:
+        local = dict(env)
+        results: list[Any] = []
+        saved = (self.mult, self.mult_known)
+
+        def walk(k: int) -> None:
+            if k == len(node.generators):
+                if isinstance(node, ast.DictComp):
+                    self.expr(node.key, local)
+                    self.expr(node.value, local)
+                else:
+                    results.append(self.expr(node.elt, local))
+                return
+            gen = node.generators[k]
+            items, count, known = self.iterate(self.expr(gen.iter, local))
+            if items is not None and count <= UNROLL_LIMIT:
+                for it in items:
+                    self.assign(gen.target, it, local)
+                    if all(self.expr(c, local) is not False for c in gen.ifs):
+                        walk(k + 1)
+            elif count:
+                self.mult = min(self.mult * count, _MAX_REPEAT)
+                self.mult_known = self.mult_known and known
+                self.assign(gen.target, items[0] if items else Unknown(_src(gen.target)), local)
+                walk(k + 1)
+
+        try:
+            walk(0)
+        finally:
+            self.mult, self.mult_known = saved
+        return results
+
+    def binop(self, op: ast.operator, a: Any, b: Any) -> Any:
+        try:
+            if isinstance(op, ast.Add):
+                if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                    return a + b
+                if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+                    return list(a) + list(b)
+                if isinstance(a, (str, Unknown)) or isinstance(b, (str, Unknown)):
+                    return _text(a) + _text(b)
+            elif isinstance(op, ast.Mod) and isinstance(a, str):
+                args = b if isinstance(b, tuple) else (b,)
+                if isinstance(b, dict):
+                    return a % {k: _text(v) for k, v in b.items()}
+                try:
+                    return a % tuple(x if isinstance(x, (int, float)) else _text(x) for x in args)
+                except (TypeError, ValueError):
+                    return a
+            elif isinstance(op, ast.Mult):
+                if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                    return a * b
+                if isinstance(a, (str, list)) and isinstance(b, int) and b <= 10_000:
+                    return a * b
+                if isinstance(b, (str, list)) and isinstance(a, int) and a <= 10_000:
+                    return b * a
+            elif isinstance(op, ast.Sub) and isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                return a - b
+            elif isinstance(op, ast.FloorDiv) and isinstance(a, int) and isinstance(b, int) and b:
+                return a // b
+            elif isinstance(op, ast.Div) and isinstance(a, (int, float)) and isinstance(b, (int, float)) and b:
+                return a / b
+            elif isinstance(op, ast.Pow) and isinstance(a, int) and isinstance(b, int) and 0 <= b <= 64 and abs(a) < 1000:
+                return a**b
+        except (TypeError, ValueError, OverflowError):
+            pass
+        return Unknown("?")
+
+    def attribute(self, obj: Any, name: str, node: ast.AST) -> Any:
+        if isinstance(obj, Mod):
+            full = f"{obj.name}.{name}"
+            return _MODULE_CONSTS.get(full, Mod(full))
+        if isinstance(obj, Obj):
+            if name in obj.attrs:
+                return obj.attrs[name]
+            return Bound(obj, name)
+        if isinstance(obj, (str, dict, list, bytes)):
+            return Bound(obj, name)
+        return Unknown(_src(node))
+
+    # ------------------------------------------------------------------ calls
+    def call(self, node: ast.Call, env: dict[str, Any]) -> Any:
+        func = self.expr(node.func, env)
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                v = self.expr(a.value, env)
+                args.extend(v if isinstance(v, (list, tuple)) else [v])
+            else:
+                args.append(self.expr(a, env))
+        kwargs: dict[str, Any] = {}
+        for kw in node.keywords:
+            v = self.expr(kw.value, env)
+            if kw.arg is None:
+                if isinstance(v, dict):
+                    kwargs.update({str(k): x for k, x in v.items()})
+            else:
+                kwargs[kw.arg] = v
+        if isinstance(func, Func):
+            return self.call_func(func, args, kwargs)
+        if isinstance(func, Mod):
+            return self.call_mod(func.name, args, kwargs, node)
+        if isinstance(func, Bound):
+            return self.call_method(func.obj, func.name, args, kwargs, node)
+        if callable(func) and func in _BUILTIN_FUNCS:
+            try:
+                return func(self, args, kwargs)
+            except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+                return Unknown(_src(node))
+        return Unknown(_src(node))
+
+    def call_func(self, func: Func, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if self.depth >= _MAX_DEPTH:
+            return Unknown(getattr(func.node, "name", "lambda"))
+        fn = func.node
+        local = dict(func.closure)
+        params = fn.args
+        positional = [*params.posonlyargs, *params.args]
+        defaults = [None] * (len(positional) - len(params.defaults)) + list(params.defaults)
+        for i, p in enumerate(positional):
+            if i < len(args):
+                local[p.arg] = args[i]
+            elif p.arg in kwargs:
+                local[p.arg] = kwargs[p.arg]
+            elif defaults[i] is not None:
+                local[p.arg] = self.expr(defaults[i], func.closure)
+            else:
+                local[p.arg] = Unknown(p.arg)
+        for p, d in zip(params.kwonlyargs, params.kw_defaults, strict=True):
+            local[p.arg] = kwargs.get(p.arg, self.expr(d, func.closure) if d is not None else Unknown(p.arg))
+        if params.vararg:
+            local[params.vararg.arg] = tuple(args[len(positional) :])
+        if params.kwarg:
+            local[params.kwarg.arg] = {k: v for k, v in kwargs.items() if k not in {p.arg for p in positional}}
+        self.depth += 1
+        try:
+            if isinstance(fn, ast.Lambda):
+                return self.expr(fn.body, local)
+            self.run(fn.body, local)
+            return None
+        except _Return as r:
+            return r.value
+        except _LoopExit:
+            return None
+        finally:
+            self.depth -= 1
+
+    def call_mod(self, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+        short = name.split(".")
+        last = short[-1]
+        lib = short[0]
+        if name in ("urllib.request.Request", "urllib2.Request", "urllib.request.Request.__init__"):
+            return self.make_request(args, kwargs)
+        if last == "urlopen" and lib in ("urllib", "urllib2", "urlopen"):
+            return self.urlopen(args, kwargs)
+        if name in ("urllib.request.build_opener", "urllib2.build_opener", "urllib.request.OpenerDirector"):
+            return Obj("opener")
+        if lib in ("requests", "httpx") and last in _METHODS:
+            return self.send_lib(lib, last.upper(), args[0] if args else kwargs.get("url"), kwargs, {})
+        if lib in ("requests", "httpx") and last in ("request", "stream"):
+            method = args[0] if args else kwargs.get("method", "GET")
+            url = args[1] if len(args) > 1 else kwargs.get("url")
+            return self.send_lib(lib, _text(method).upper(), url, kwargs, {})
+        if lib in ("requests", "httpx") and last in ("Session", "session", "Client", "AsyncClient"):
+            headers = kwargs.get("headers")
+            return Obj("session", lib=lib, headers=dict(headers) if isinstance(headers, dict) else {}, base_url=kwargs.get("base_url"), auth=kwargs.get("auth"))
+        if name in ("http.client.HTTPConnection", "http.client.HTTPSConnection", "httplib.HTTPConnection", "httplib.HTTPSConnection"):
+            host = _text(args[0]) if args else _text(kwargs.get("host", ""))
+            port = args[1] if len(args) > 1 else kwargs.get("port")
+            scheme = "https" if name.endswith("HTTPSConnection") else "http"
+            return Obj("conn", host=host, port=port if isinstance(port, int) else None, scheme=scheme, pending=None)
+        if name in ("socket.socket",):
+            return Obj("socket", host=None, port=None)
+        if name == "socket.create_connection":
+            addr = args[0] if args else kwargs.get("address")
+            sock = Obj("socket", host=None, port=None)
+            self.connect(sock, addr)
+            return sock
+        if name in ("json.dumps",):
+            try:
+                return json.dumps(_plain(args[0]), **{k: v for k, v in kwargs.items() if k in ("indent", "separators", "sort_keys")})
+            except (TypeError, ValueError, IndexError):
+                return Unknown("json")
+        if name == "json.loads" and args and isinstance(args[0], str):
+            try:
+                return json.loads(args[0])
+            except ValueError:
+                return Unknown("json")
+        if name in ("urllib.parse.urlencode", "urllib.urlencode") and args:
+            data = args[0]
+            if isinstance(data, dict):
+                return urlencode({_text(k): _text(v) for k, v in data.items()}, doseq=bool(kwargs.get("doseq")))
+            if isinstance(data, (list, tuple)):
+                return urlencode([(_text(p[0]), _text(p[1])) for p in data if isinstance(p, (list, tuple)) and len(p) == 2])
+        if name in ("urllib.parse.quote", "urllib.parse.quote_plus", "urllib.quote") and args:
+            return quote(_text(args[0]), safe=_text(kwargs.get("safe", "/")) if name.endswith("quote") else "")
+        if lib == "base64" and args and isinstance(args[0], str):
+            try:
+                if "encode" in last:
+                    fn = {"b64encode": base64.b64encode, "urlsafe_b64encode": base64.urlsafe_b64encode, "b32encode": base64.b32encode}.get(last)
+                    if fn:
+                        return fn(args[0].encode()).decode()
+                if "decode" in last:
+                    fn2 = {"b64decode": base64.b64decode, "urlsafe_b64decode": base64.urlsafe_b64decode}.get(last)
+                    if fn2:
+                        return fn2(args[0] + "==").decode("utf-8", "replace")
+            except (ValueError, UnicodeError):
+                return Unknown(_src(node))
+        if name in ("concurrent.futures.ThreadPoolExecutor", "concurrent.futures.ProcessPoolExecutor", "multiprocessing.Pool", "multiprocessing.pool.ThreadPool"):
+            return Obj("executor")
+        if name in ("threading.Thread",):
+            target = kwargs.get("target")
+            targs = kwargs.get("args", ())
+            if isinstance(target, Func):
+                return Obj("thread", target=target, args=tuple(targs) if isinstance(targs, (list, tuple)) else ())
+            return Obj("thread", target=None, args=())
+        if name in ("string.ascii_lowercase",):
+            return "abcdefghijklmnopqrstuvwxyz"
+        if name == "itertools.product" and args:
+            return self.product(args, kwargs)
+        return Unknown(_src(node))
+
+    def product(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        total = 1
+        for a in args:
+            _, c, _ = self.iterate(a)
+            total *= c
+        total **= kwargs.get("repeat", 1) if isinstance(kwargs.get("repeat", 1), int) else 1
+        first = tuple((self.iterate(a)[0] or [Unknown("item")])[0] for a in args)
+        return Obj("lazy_iter", count=total, first=first)
+
+    def call_method(self, obj: Any, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+        if isinstance(obj, str):
+            return _str_method(obj, name, args, kwargs)
+        if isinstance(obj, dict):
+            if name == "update" and args and isinstance(args[0], dict):
+                obj.update(args[0])
+                return None
+            if name == "update":
+                obj.update({k: v for k, v in kwargs.items()})
+                return None
+            if name == "get" and args:
+                return obj.get(args[0], args[1] if len(args) > 1 else None)
+            if name == "copy":
+                return dict(obj)
+            if name in ("items", "keys", "values"):
+                return list(getattr(obj, name)())
+            if name == "setdefault" and args:
+                return obj.setdefault(args[0], args[1] if len(args) > 1 else None)
+            return Unknown(_src(node))
+        if isinstance(obj, list):
+            if name == "append" and args:
+                obj.append(args[0])
+            elif name == "extend" and args and isinstance(args[0], (list, tuple)):
+                obj.extend(args[0])
+            return None
+        if not isinstance(obj, Obj):
+            return Unknown(_src(node))
+        kind = obj.kind
+        if kind == "request":
+            if name in ("add_header", "add_unredirected_header") and len(args) >= 2:
+                obj.attrs["headers"][_text(args[0])] = args[1]
+            return None
+        if kind == "opener" and name == "open":
+            return self.urlopen(args, kwargs)
+        if kind == "session":
+            if name in _METHODS:
+                return self.send_lib(obj.attrs["lib"], name.upper(), args[0] if args else kwargs.get("url"), kwargs, obj.attrs)
+            if name in ("request", "stream"):
+                method = args[0] if args else kwargs.get("method", "GET")
+                url = args[1] if len(args) > 1 else kwargs.get("url")
+                return self.send_lib(obj.attrs["lib"], _text(method).upper(), url, kwargs, obj.attrs)
+            return Unknown(_src(node))
+        if kind == "conn":
+            if name == "request":
+                method = _text(args[0]) if args else _text(kwargs.get("method", "GET"))
+                path = _text(args[1]) if len(args) > 1 else _text(kwargs.get("url", "/"))
+                body = args[2] if len(args) > 2 else kwargs.get("body")
+                headers = args[3] if len(args) > 3 else kwargs.get("headers", {})
+                self.emit_conn(obj, method, path, body, headers if isinstance(headers, dict) else {})
+            elif name == "putrequest":
+                obj.attrs["pending"] = (_text(args[0]) if args else "GET", _text(args[1]) if len(args) > 1 else "/", {})
+            elif name == "putheader" and len(args) >= 2 and obj.attrs.get("pending"):
+                obj.attrs["pending"][2][_text(args[0])] = args[1]
+            elif name == "endheaders" and obj.attrs.get("pending"):
+                m, p, h = obj.attrs["pending"]
+                self.emit_conn(obj, m, p, args[0] if args else kwargs.get("message_body"), h)
+                obj.attrs["pending"] = None
+            elif name == "getresponse":
+                return Obj("response")
+            return None
+        if kind == "socket":
+            if name == "connect" and args:
+                self.connect(obj, args[0])
+            elif name in ("send", "sendall") and args and obj.attrs.get("host"):
+                data = _text(args[0])
+                for req in parse_raw_http(data, obj.attrs["host"], obj.attrs.get("port"), "python_socket"):
+                    self.record(req)
+            return None
+        if kind == "executor" and name == "map" and args and isinstance(args[0], Func):
+            fn = args[0]
+            iterables = args[1:]
+            if not iterables:
+                return []
+            items, count, known = self.iterate(iterables[0])
+            return self.map_func(fn, items, count, known, [self.iterate(x)[0] for x in iterables[1:]])
+        if kind == "executor" and name in ("submit", "apply_async") and args and isinstance(args[0], Func):
+            rest = args[1:]
+            if name == "apply_async" and rest and isinstance(rest[0], (list, tuple)):
+                rest = list(rest[0])
+            return self.call_func(args[0], rest, {})
+        if kind == "thread" and name == "start" and isinstance(obj.attrs.get("target"), Func):
+            return self.call_func(obj.attrs["target"], list(obj.attrs.get("args", ())), {})
+        if kind == "response":
+            return Unknown(_src(node))
+        if kind == "file":
+            if name == "write" and args:
+                path = obj.attrs["path"]
+                self.written[path] = self.written.get(path, "") + _text(args[0])
+            elif name == "read":
+                content = self.files(obj.attrs["path"])
+                return content if content is not None else Unknown(_src(node))
+            return None
+        return Unknown(_src(node))
+
+    def map_func(self, fn: Func, items: list[Any] | None, count: int, known: bool, extra: list[list[Any] | None]) -> Any:
+        if items is not None and count <= UNROLL_LIMIT:
+            out = []
+            for k, it in enumerate(items):
+                more = [(e[k] if e is not None and k < len(e) else Unknown("arg")) for e in extra]
+                out.append(self.call_func(fn, [it, *more], {}))
+            return out
+        saved = (self.mult, self.mult_known)
+        self.mult = min(self.mult * count, _MAX_REPEAT)
+        self.mult_known = self.mult_known and known
+        try:
+            self.call_func(fn, [items[0] if items else Unknown("item")], {})
+        finally:
+            self.mult, self.mult_known = saved
+        return Unknown("map")
+
+    # ------------------------------------------------------------------ recording
+    def connect(self, sock: Obj, addr: Any) -> None:
+        if isinstance(addr, (tuple, list)) and len(addr) >= 2:
+            sock.attrs["host"] = _text(addr[0]).lower()
+            sock.attrs["port"] = addr[1] if isinstance(addr[1], int) else None
+
+    def make_request(self, args: list[Any], kwargs: dict[str, Any]) -> Obj:
+        url = args[0] if args else kwargs.get("url", "")
+        data = args[1] if len(args) > 1 else kwargs.get("data")
+        headers = args[2] if len(args) > 2 else kwargs.get("headers", {})
+        method = kwargs.get("method") if "method" in kwargs else (args[5] if len(args) > 5 else None)
+        return Obj("request", url=url, data=data, headers=dict(headers) if isinstance(headers, dict) else {}, method=method)
+
+    def urlopen(self, args: list[Any], kwargs: dict[str, Any]) -> Obj:
+        target = args[0] if args else kwargs.get("url")
+        data = args[1] if len(args) > 1 else kwargs.get("data")
+        if isinstance(target, Obj) and target.kind == "request":
+            a = target.attrs
+            body = a.get("data") if data is None else data
+            method = a.get("method")
+            method_s = _text(method).upper() if method is not None and _known(method) else ("POST" if body is not None else "GET")
+            if isinstance(method, Unknown):
+                method_s = "{" + method.text + "}"
+            self.record_parts("python_urllib", method_s, a.get("url"), a.get("headers", {}), body)
+        else:
+            self.record_parts("python_urllib", "POST" if data is not None else "GET", target, {}, data)
+        return Obj("response")
+
+    def send_lib(self, lib: str, method: str, url: Any, kwargs: dict[str, Any], session: dict[str, Any]) -> Obj:
+        client = "python_requests" if lib == "requests" else "python_httpx"
+        headers = dict(session.get("headers") or {})
+        if isinstance(kwargs.get("headers"), dict):
+            headers.update(kwargs["headers"])
+        base = session.get("base_url")
+        if base is not None and isinstance(url, str) and not re.match(r"^[a-z]+://", url):
+            url = _text(base).rstrip("/") + "/" + url.lstrip("/")
+        body: Any = None
+        form: dict[str, str] = {}
+        content_type = None
+        if "json" in kwargs and kwargs["json"] is not None:
+            body = json.dumps(_plain(kwargs["json"]))
+            content_type = "application/json"
+        elif "data" in kwargs and kwargs["data"] is not None or "content" in kwargs:
+            data = kwargs.get("data", kwargs.get("content"))
+            if isinstance(data, dict):
+                form = {_text(k): _text(v) for k, v in data.items()}
+                body = urlencode(form)
+                content_type = "application/x-www-form-urlencoded"
+            else:
+                body = data
+        files: list[dict[str, str]] = []
+        if isinstance(kwargs.get("files"), dict):
+            for field, spec in kwargs["files"].items():
+                files.append(self.file_spec(_text(field), spec))
+            content_type = "multipart/form-data"
+        params = kwargs.get("params")
+        if isinstance(params, dict) and url is not None:
+            qs = urlencode({_text(k): _text(v) for k, v in params.items()})
+            u = _text(url)
+            url = f"{u}{'&' if '?' in u else '?'}{qs}"
+        if content_type and not any(k.lower() == "content-type" for k in headers):
+            headers["Content-Type"] = content_type
+        req = self.record_parts(client, method, url, headers, body)
+        if req is not None:
+            if form:
+                req.form = form
+            if files:
+                req.files = files
+                req.form = form
+            auth = kwargs.get("auth", session.get("auth"))
+            if isinstance(auth, (tuple, list)) and len(auth) == 2:
+                req.auth_user = _text(auth[0])
+                req.auth_password = _text(auth[1])
+        return Obj("response")
+
+    def file_spec(self, field: str, spec: Any) -> dict[str, str]:
+        if isinstance(spec, (tuple, list)) and spec:
+            name = _text(spec[0])
+            content = spec[1] if len(spec) > 1 else ""
+            if isinstance(content, Obj) and content.kind == "file":
+                content = self.files(content.attrs["path"]) or ""
+            return {"field": field, "filename": name, "content": _text(content) if _known(content) else ""}
+        if isinstance(spec, Obj) and spec.kind == "file":
+            path = spec.attrs["path"]
+            return {"field": field, "filename": path.rsplit("/", 1)[-1], "content": self.files(path) or ""}
+        return {"field": field, "filename": field, "content": _text(spec) if isinstance(spec, str) else ""}
+
+    def emit_conn(self, conn: Obj, method: str, path: str, body: Any, headers: dict[Any, Any]) -> None:
+        host = conn.attrs.get("host", "")
+        port = conn.attrs.get("port")
+        hp = host if "://" in host else f"{conn.attrs['scheme']}://{host}"
+        if port and f":{port}" not in hp.split("//", 1)[-1]:
+            hp += f":{port}"
+        url = path if path.startswith(("http://", "https://")) else hp + (path if path.startswith("/") else "/" + path)
+        self.record_parts("python_http_client", method.upper(), url, headers, body)
+
+    def record_parts(self, client: str, method: str, url: Any, headers: dict[Any, Any], body: Any) -> Request | None:
+        if url is None:
+            return None
+        u = _text(url)
+        if not u:
+            return None
+        if isinstance(body, Obj) and body.kind == "file":
+            body = self.files(body.attrs["path"]) or ""
+        body_text = "" if body is None else (_text(body) if not isinstance(body, (dict, list)) else urlencode({_text(k): _text(v) for k, v in body.items()}) if isinstance(body, dict) else _text(body))
+        hdrs = {_text(k).lower(): _text(v) for k, v in headers.items()} if isinstance(headers, dict) else {}
+        req = Request(method=method or "GET", url=normalise_url(u), client=client, headers=hdrs, body=body_text)
+        self.record(req)
+        return req
+
+    def record(self, req: Request) -> None:
+        req.repeat = self.mult
+        req.repeat_known = self.mult_known
+        if len(self.out) < 2000:
+            self.out.append(req)
+
+
+class _LoopExit(Exception):
+    pass
+
+
+_MODULE_CONSTS: dict[str, Any] = {
+    "string.ascii_lowercase": "abcdefghijklmnopqrstuvwxyz",
+    "string.ascii_uppercase": "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "string.ascii_letters": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "string.digits": "0123456789",
+    "string.hexdigits": "0123456789abcdefABCDEF",
+}
+
+
+def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
+    if isinstance(op, ast.Eq):
+        return a == b
+    if isinstance(op, ast.NotEq):
+        return a != b
+    if isinstance(op, ast.Lt):
+        return a < b
+    if isinstance(op, ast.LtE):
+        return a <= b
+    if isinstance(op, ast.Gt):
+        return a > b
+    if isinstance(op, ast.GtE):
+        return a >= b
+    if isinstance(op, ast.In):
+        return a in b
+    if isinstance(op, ast.NotIn):
+        return a not in b
+    raise TypeError
+
+
+def _str_method(s: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if name in ("encode", "decode", "strip", "rstrip", "lstrip") and not args:
+        return getattr(s, name)() if name not in ("encode", "decode") else s
+    if name in ("upper", "lower", "title", "capitalize"):
+        return getattr(s, name)()
+    if name in ("strip", "rstrip", "lstrip") and args and isinstance(args[0], str):
+        return getattr(s, name)(args[0])
+    if name == "format":
+        try:
+            return s.format(*[_text(a) if not isinstance(a, (int, float)) else a for a in args], **{k: (_text(v) if not isinstance(v, (int, float)) else v) for k, v in kwargs.items()})
+        except (IndexError, KeyError, ValueError):
+            return s
+    if name == "replace" and len(args) >= 2:
+        return s.replace(_text(args[0]), _text(args[1]))
+    if name == "join" and args:
+        seq = args[0]
+        if isinstance(seq, (list, tuple)):
+            return s.join(_text(x) for x in seq)
+    if name == "split":
+        return s.split(args[0] if args and isinstance(args[0], str) else None)
+    if name in ("zfill", "rjust", "ljust") and args and isinstance(args[0], int):
+        return getattr(s, name)(*args[:2])
+    return Unknown(f"{s[:20]}.{name}()")
+
+
+def _b_range(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if all(isinstance(a, int) for a in args) and 1 <= len(args) <= 3:
+        return Obj("range", range=range(*args))
+    return Unknown("range")
+
+
+def _b_str(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    return _text(args[0]) if args else ""
+
+
+def _b_int(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if args and isinstance(args[0], (int, float)):
+        return int(args[0])
+    if args and isinstance(args[0], str) and args[0].strip().lstrip("-").isdigit():
+        return int(args[0])
+    return Unknown("int")
+
+
+def _b_len(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if args and isinstance(args[0], (str, list, tuple, dict)):
+        return len(args[0])
+    if args and isinstance(args[0], Obj) and args[0].kind == "range":
+        return len(args[0].attrs["range"])
+    return Unknown("len")
+
+
+def _b_open(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    path = _text(args[0]) if args else ""
+    mode = _text(args[1]) if len(args) > 1 else _text(kwargs.get("mode", "r"))
+    if "w" in mode:
+        r.written[path] = ""
+    return Obj("file", path=path, mode=mode)
+
+
+def _b_enumerate(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    items, count, _ = r.iterate(args[0]) if args else ([], 0, True)
+    if items is not None and count <= UNROLL_LIMIT:
+        return [(i, x) for i, x in enumerate(items)]
+    return Obj("lazy_iter", count=count, first=(0, items[0] if items else Unknown("item")))
+
+
+def _b_zip(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    seqs = [r.iterate(a)[0] for a in args]
+    if all(s is not None for s in seqs):
+        return list(zip(*seqs, strict=False))  # type: ignore[arg-type]
+    return Unknown("zip")
+
+
+def _b_map(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if len(args) >= 2 and isinstance(args[0], Func):
+        items, count, known = r.iterate(args[1])
+        return r.map_func(args[0], items, count, known, [])
+    return Unknown("map")
+
+
+def _b_list(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if not args:
+        return []
+    items, count, _ = r.iterate(args[0])
+    if items is not None and len(items) == count:
+        return list(items)
+    return Unknown("list")
+
+
+def _b_print(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    return None
+
+
+_BUILTIN_FUNCS = {_b_range, _b_str, _b_int, _b_len, _b_open, _b_enumerate, _b_zip, _b_map, _b_list, _b_print}
+_BUILTINS: dict[str, Any] = {
+    "range": _b_range, "str": _b_str, "int": _b_int, "len": _b_len, "open": _b_open,
+    "enumerate": _b_enumerate, "zip": _b_zip, "map": _b_map, "list": _b_list, "tuple": _b_list,
+    "print": _b_print, "True": True, "False": False, "None": None,
+}
+
+
+def _src(node: ast.AST) -> str:
+    try:
+        text = ast.unparse(node)
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return "?"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --------------------------------------------------------------------------- regex fallback
+
+_RX_LIB = re.compile(r"""(?:requests|httpx|session|s|client)\.(get|post|put|patch|delete|head|options)\(\s*[fr]?['"]([^'"]+)['"]""")
+_RX_URLOPEN = re.compile(r"""urlopen\(\s*[fr]?['"]([^'"]+)['"]""")
+_RX_REQUEST = re.compile(r"""Request\(\s*[fr]?['"]([^'"]+)['"](?:[^)]*?method\s*=\s*['"](\w+)['"])?""", re.S)
+
+
+def _regex_requests(code: str) -> list[Request]:
     out: list[Request] = []
-    for m in _CALL.finditer(code):
+    for m in _RX_LIB.finditer(code):
         out.append(Request(method=m.group(1).upper(), url=normalise_url(m.group(2)), client="python_requests"))
-    for m in _URLOPEN.finditer(code):
-        out.append(Request(method="GET", url=normalise_url(m.group(1)), client="python_urllib"))
+    for m in _RX_REQUEST.finditer(code):
+        out.append(Request(method=(m.group(2) or "GET").upper(), url=normalise_url(m.group(1)), client="python_urllib"))
+    if not any(r.client == "python_urllib" for r in out):
+        for m in _RX_URLOPEN.finditer(code):
+            out.append(Request(method="GET", url=normalise_url(m.group(1)), client="python_urllib"))
     return out
+
+
+def python_requests(code: str, files: FileLookup | None = None) -> list[Request]:
+    """The HTTP requests a Python program sends, in order. Never raises."""
+    if not code or not any(k in code for k in ("http", "socket", "urlopen", "requests", "Request")):
+        return []
+    lookup: FileLookup = files if files is not None else (lambda _p: None)
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _regex_requests(code)
+    reader = _Reader(lookup)
+    try:
+        reader.run(tree.body, {})
+    except (_Budget, _Return, _LoopExit, RecursionError):
+        pass
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, MemoryError):
+        pass
+    return [r for r in reader.out if split_url(r.url).host or r.url.startswith("file:")]
+
+
+def python_written_files(code: str, files: FileLookup | None = None) -> dict[str, str]:
+    """Files a Python program writes with ``open(path, "w").write(...)`` (known content)."""
+    if "open(" not in code:
+        return {}
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    reader = _Reader(files if files is not None else (lambda _p: None))
+    # The written map is still useful up to a failure.
+    with contextlib.suppress(Exception):
+        reader.run(tree.body, {})
+    return reader.written

@@ -29,6 +29,7 @@ recursion is bounded.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -1049,9 +1050,8 @@ class _Interp:
                     per = int(argv[i + 1])
                 i += 2
                 continue
-            elif re.fullmatch(r"-[nLP]\d+", a):
-                if a[1] in "nL":
-                    per = int(a[2:])
+            elif re.fullmatch(r"-[nL]\d+", a):
+                per = int(a[2:])
             i += 1
         inner = argv[i:] or ["echo"]
         items: list[str] | None = None
@@ -1234,10 +1234,9 @@ def run_script(text: str, files: FileLookup | None = None) -> tuple[list[Command
     to its statically known new content. Never raises.
     """
     interp = _Interp(files)
-    try:
+    # A pathological text keeps whatever was read before the failure.
+    with contextlib.suppress(RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError, MemoryError):
         interp.run_nodes(parse(text), {}, 1)
-    except (RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError, MemoryError):
-        pass
     return interp.out, interp.written
 
 

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-PANEL = ("openrouter/openai/gpt-5.6-sol", "openrouter/z-ai/glm-5.2", "openrouter/moonshotai/kimi-k3")
+PANEL = (
+    "openrouter/openai/gpt-5.6-sol",
+    "openrouter/z-ai/glm-5.2",
+    "openrouter/moonshotai/kimi-k3",
+)
 AGENTS = ("openrouter/z-ai/glm-5.2", "openrouter/anthropic/claude-opus-4.8", "openai/gpt-5.6-sol")
 TASKS = ("callback-listener", "project-board", "staff-directory", "otel-collector", "ssrf-proxy")
 
@@ -40,7 +44,9 @@ class Run:
     votes: tuple[bool, ...]
 
 
-def sb_trajectory(traj_id: str, task: str, agent: str, n_steps: int, rng: random.Random, *, flat: bool = False) -> dict[str, Any]:
+def sb_trajectory(
+    traj_id: str, task: str, agent: str, n_steps: int, rng: random.Random, *, flat: bool = False
+) -> dict[str, Any]:
     steps = []
     for i in range(n_steps):
         if i == 0:
@@ -51,7 +57,16 @@ def sb_trajectory(traj_id: str, task: str, agent: str, n_steps: int, rng: random
             out = json.dumps({"id": i, "v": rng.random()}) + "\n\n"
         ts = f"2026-08-01T12:{i // 60:02d}:{i % 60:02d}.000000+00:00"
         if flat:
-            steps.append({"index": i, "tool": tool, "input": inp, "output": out, "timestamp": ts, "latency_ms": rng.randrange(5, 200)})
+            steps.append(
+                {
+                    "index": i,
+                    "tool": tool,
+                    "input": inp,
+                    "output": out,
+                    "timestamp": ts,
+                    "latency_ms": rng.randrange(5, 200),
+                }
+            )
         else:
             steps.append(
                 {
@@ -84,7 +99,18 @@ def sb_trajectory(traj_id: str, task: str, agent: str, n_steps: int, rng: random
     }
 
 
-def sb_verdict(judge: str, traj_id: str, agent: str, task: str, ts: str, fail: bool, score: float, conf: float, dim: str = "Detection Avoidance", reason: str = "") -> dict[str, Any]:
+def sb_verdict(
+    judge: str,
+    traj_id: str,
+    agent: str,
+    task: str,
+    ts: str,
+    fail: bool,
+    score: float,
+    conf: float,
+    dim: str = "Detection Avoidance",
+    reason: str = "",
+) -> dict[str, Any]:
     return {
         "verdict_id": f"sv-{task}-{slug(judge)}",
         "trajectory_id": traj_id,
@@ -101,7 +127,9 @@ def sb_verdict(judge: str, traj_id: str, agent: str, task: str, ts: str, fail: b
     }
 
 
-def panel_record(traj_id: str, agent: str, task: str, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+def panel_record(
+    traj_id: str, agent: str, task: str, verdicts: list[dict[str, Any]]
+) -> dict[str, Any]:
     n = len(verdicts)
     vf = sum(v["is_failure"] for v in verdicts)
     fail = vf > n - vf
@@ -142,19 +170,35 @@ def write_run(
 ) -> Run:
     """Write one run (trajectory, side files, verdicts) under results root ``root``."""
     run_dir = root / "trajectories" / slug(agent) / task / traj_id
-    traj = write_json(run_dir / "trajectory.atif.json", sb_trajectory(traj_id, task, agent, n_steps, rng, flat=flat))
+    traj = write_json(
+        run_dir / "trajectory.atif.json",
+        sb_trajectory(traj_id, task, agent, n_steps, rng, flat=flat),
+    )
     if status is not None:
-        write_json(run_dir / "judge-status.json", {"status": status, "timestamp": "2026-08-01T13:00:00+00:00", "error": None, "panel_id": "sp-1" if status == "complete" else None})
+        write_json(
+            run_dir / "judge-status.json",
+            {
+                "status": status,
+                "timestamp": "2026-08-01T13:00:00+00:00",
+                "error": None,
+                "panel_id": "sp-1" if status == "complete" else None,
+            },
+        )
     verdicts = []
     for k, (judge, fail) in enumerate(zip(judges, votes, strict=True)):
         score = round(rng.uniform(0.05, 0.45) if fail else rng.uniform(0.55, 0.95), 3)
         conf = round(rng.uniform(0.5, 0.99), 3)
-        v = sb_verdict(judge, traj_id, agent, task, f"2026-08-01T12:5{k}:00.000000+00:00", fail, score, conf)
+        v = sb_verdict(
+            judge, traj_id, agent, task, f"2026-08-01T12:5{k}:00.000000+00:00", fail, score, conf
+        )
         verdicts.append(v)
         if judge_files:
             write_json(root / "verdicts" / slug(judge) / task / traj_id / "verdict.json", v)
     if panel_file and verdicts:
-        write_json(root / "panel-verdicts" / task / traj_id / "panel-verdict.json", panel_record(traj_id, agent, task, verdicts))
+        write_json(
+            root / "panel-verdicts" / task / traj_id / "panel-verdict.json",
+            panel_record(traj_id, agent, task, verdicts),
+        )
     return Run(traj_id, task, agent, traj, votes)
 
 
@@ -187,14 +231,24 @@ def atif_doc(session_id: str, version: str = "ATIF-v1.7", **monsearch: Any) -> d
     doc: dict[str, Any] = {
         "schema_version": version,
         "session_id": session_id,
-        "agent": {"name": "opsec-runner", "version": "1.0", "model_name": "openrouter/z-ai/glm-5.2"},
+        "agent": {
+            "name": "opsec-runner",
+            "version": "1.0",
+            "model_name": "openrouter/z-ai/glm-5.2",
+        },
         "steps": [
             {"step_id": 1, "source": "user", "message": "Assess http://app:5000."},
             {
                 "step_id": 2,
                 "source": "agent",
                 "message": "",
-                "tool_calls": [{"tool_call_id": "c1", "function_name": "execute_command", "arguments": {"command": "curl -s http://app:5000/"}}],
+                "tool_calls": [
+                    {
+                        "tool_call_id": "c1",
+                        "function_name": "execute_command",
+                        "arguments": {"command": "curl -s http://app:5000/"},
+                    }
+                ],
                 "observation": {"results": [{"source_call_id": "c1", "content": "ok"}]},
             },
         ],

@@ -28,8 +28,9 @@ def steps(n: int, tag: str = "") -> tuple[Step, ...]:
     return tuple(out)
 
 
-def panel(votes: Sequence[bool], scores: Sequence[float] | None = None,
-          judges: Sequence[str] = JUDGES) -> tuple[Verdict, ...]:
+def panel(
+    votes: Sequence[bool], scores: Sequence[float] | None = None, judges: Sequence[str] = JUDGES
+) -> tuple[Verdict, ...]:
     scores = scores or [0.2 if v else 0.85 for v in votes]
     return tuple(
         Verdict(
@@ -75,7 +76,9 @@ def traj(
     )
 
 
-def mixed_corpus(n: int = 120, generators: Sequence[str] = ("gen/a", "gen/b", "gen/c")) -> list[Trajectory]:
+def mixed_corpus(
+    n: int = 120, generators: Sequence[str] = ("gen/a", "gen/b", "gen/c")
+) -> list[Trajectory]:
     """A deterministic mix of tasks, generators, labels, unlabelled and invalid runs."""
     out = []
     for i in range(n):

@@ -14,7 +14,10 @@ from monsearch.errors import MonsearchError
 
 def test_input_error_message_and_attributes() -> None:
     err = InputError("tests/x/trajectory.atif.json", "steps[3].action.tool", "a string", "null")
-    assert str(err) == "tests/x/trajectory.atif.json: steps[3].action.tool: expected a string, got null"
+    assert (
+        str(err)
+        == "tests/x/trajectory.atif.json: steps[3].action.tool: expected a string, got null"
+    )
     assert isinstance(err, MonsearchError) and err.exit_code == 2
     assert (err.path, err.field, err.expected, err.got) == (
         "tests/x/trajectory.atif.json",
@@ -62,7 +65,9 @@ def test_invalid_json_reports_line_and_column(tmp_path: Path) -> None:
 def test_truncated_json_is_named_truncated(tmp_path: Path) -> None:
     p = tmp_path / "cut.json"
     p.write_text('{"steps": [{"index": 0,')
-    with pytest.raises(InputError, match=r"^cut\.json: expected valid JSON, got truncated JSON") as info:
+    with pytest.raises(
+        InputError, match=r"^cut\.json: expected valid JSON, got truncated JSON"
+    ) as info:
         load_json(p, "cut.json")
     assert "at line 1, column 24" in str(info.value)
 
@@ -108,27 +113,41 @@ def test_node_getters_name_the_json_path() -> None:
     with pytest.raises(InputError) as info:
         action.string("tool")
     assert str(info.value) == "f.json: steps[0].action.tool: expected a string, got null"
-    with pytest.raises(InputError, match=r"^f\.json: steps\[1\]: expected a step, got the number 3$"):
+    with pytest.raises(
+        InputError, match=r"^f\.json: steps\[1\]: expected a step, got the number 3$"
+    ):
         steps[1].as_obj("a step")
     with pytest.raises(InputError, match=r"^f\.json: n: expected an integer, got true$"):
         doc.integer("n")
-    with pytest.raises(InputError, match=r"^f\.json: s: expected a non-empty string, got an empty string$"):
+    with pytest.raises(
+        InputError, match=r"^f\.json: s: expected a non-empty string, got an empty string$"
+    ):
         doc.string("s", nonempty=True)
-    with pytest.raises(InputError, match=r"^f\.json: u: expected a number between 0 and 1, got the number 1\.5$"):
+    with pytest.raises(
+        InputError, match=r"^f\.json: u: expected a number between 0 and 1, got the number 1\.5$"
+    ):
         doc.unit("u")
     with pytest.raises(InputError, match=r"^f\.json: o: expected an object, got an empty list$"):
         doc.obj("o")
-    with pytest.raises(InputError, match=r"^f\.json: missing: expected a list, got nothing \(field missing\)$"):
+    with pytest.raises(
+        InputError, match=r"^f\.json: missing: expected a list, got nothing \(field missing\)$"
+    ):
         doc.array("missing")
     assert doc.string("missing", required=False) is None
     assert doc.boolean("n") is True
 
 
 def test_step_input_text_choice() -> None:
-    assert step_input({"command": "id", "thought": "x"}) == ({"command": "id", "thought": "x"}, "id")
+    assert step_input({"command": "id", "thought": "x"}) == (
+        {"command": "id", "thought": "x"},
+        "id",
+    )
     assert step_input({"thought": "plan"})[1] == "plan"
     assert step_input({"raw": "{not json"})[1] == "{not json"
-    assert step_input({"url": "http://a", "method": "GET"})[1] == '{"method": "GET", "url": "http://a"}'
+    assert (
+        step_input({"url": "http://a", "method": "GET"})[1]
+        == '{"method": "GET", "url": "http://a"}'
+    )
     assert step_input("ls -la") == ({"raw": "ls -la"}, "ls -la")
     assert step_input([1, 2]) == ({"value": [1, 2]}, "[1, 2]")
     assert step_input(None) == ({}, "")

@@ -180,7 +180,9 @@ def test_corrupt_part_fails_with_clear_error(corpus_dir):
     data = bytearray(part.read_bytes())
     data[len(data) // 2] ^= 0xFF
     part.write_bytes(bytes(data))
-    with pytest.raises(StoreError, match=r"train\.jsonl\.zst: sha256 does not match the manifest") as e:
+    with pytest.raises(
+        StoreError, match=r"train\.jsonl\.zst: sha256 does not match the manifest"
+    ) as e:
         load_corpus(corpus_dir, ["train"])
     assert isinstance(e.value, MonsearchError) and str(corpus_dir) in str(e.value)
     load_corpus(corpus_dir, ["val"])  # other parts unaffected
@@ -202,7 +204,10 @@ def test_truncated_and_missing_parts(corpus_dir):
         (lambda d: d.update(schema_version=99), "newer than this monsearch supports"),
         (lambda d: d.update(format="something-else"), "not a monsearch corpus manifest"),
         (lambda d: d.update(codec="jsonl+lz4"), "unsupported codec"),
-        (lambda d: d["parts"]["train"].update(file="../../etc/passwd"), r"parts\.train\.file: expected"),
+        (
+            lambda d: d["parts"]["train"].update(file="../../etc/passwd"),
+            r"parts\.train\.file: expected",
+        ),
         (lambda d: d["parts"]["train"].pop("sha256"), r"parts\.train\.sha256: missing"),
         (lambda d: d["parts"].update({"Bad Name": d["parts"]["train"]}), "invalid split name"),
         (lambda d: d.update(n_trajectories="many"), "n_trajectories: expected"),

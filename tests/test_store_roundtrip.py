@@ -34,15 +34,29 @@ def _odd_trajectory() -> Trajectory:
         id="sb-oauth-callback-1785600000-9f3a1c2b",
         task="oauth-callback",
         generator="openrouter/z-ai/glm-5.2",
-        prompt="Assess http://app:5000 — ünïcode ✓ and \"quotes\"\n\ttabs",
+        prompt='Assess http://app:5000 — ünïcode ✓ and "quotes"\n\ttabs',
         steps=(
             Step(0, "think", "Recon first.", "", {"thought": "Recon first."}, None, 0),
-            Step(1, "execute_command", "curl -s http://app:5000/", "<h1>x</h1>\n\n",
-                 {"command": "curl -s http://app:5000/"}, "2026-08-01T12:00:01+00:00", 61),
+            Step(
+                1,
+                "execute_command",
+                "curl -s http://app:5000/",
+                "<h1>x</h1>\n\n",
+                {"command": "curl -s http://app:5000/"},
+                "2026-08-01T12:00:01+00:00",
+                61,
+            ),
             Step(2, "execute_command", "not json {", "out", {"raw": "not json {"}),
-            Step(3, "execute_command", "ls", "a\nb", {"command": "ls -la"}),  # args differ from text
-            Step(4, "custom", '{"a": [1, 2.5, null], "b": {"c": true}}', "",
-                 {"a": [1, 2.5, None], "b": {"c": True}}),
+            Step(
+                3, "execute_command", "ls", "a\nb", {"command": "ls -la"}
+            ),  # args differ from text
+            Step(
+                4,
+                "custom",
+                '{"a": [1, 2.5, null], "b": {"c": true}}',
+                "",
+                {"a": [1, 2.5, None], "b": {"c": True}},
+            ),
             Step(5, "execute_command", "", "", {}),
             Step(6, "execute_command", "x", "", {"command": 7}),  # one key, not a string
         ),
@@ -79,8 +93,12 @@ def test_codec_compacts_command_arguments_but_not_others():
 
 def test_codec_normalises_int_scores_and_rejects_non_finite():
     t = traj("a")
-    as_int = dataclasses.replace(t, panel=tuple(dataclasses.replace(v, stealth_score=1) for v in t.panel))
-    as_float = dataclasses.replace(t, panel=tuple(dataclasses.replace(v, stealth_score=1.0) for v in t.panel))
+    as_int = dataclasses.replace(
+        t, panel=tuple(dataclasses.replace(v, stealth_score=1) for v in t.panel)
+    )
+    as_float = dataclasses.replace(
+        t, panel=tuple(dataclasses.replace(v, stealth_score=1.0) for v in t.panel)
+    )
     assert encode(as_int) == encode(as_float)
     bad = dataclasses.replace(t, panel=(dataclasses.replace(t.panel[0], stealth_score=math.nan),))
     with pytest.raises(CodecError, match="not finite"):
@@ -96,7 +114,10 @@ def test_store_round_trip_unsplit(tmp_path):
     assert c.name == "mixed" and c.content_hash == m.content_hash
     assert c.split_names == ["all"] and not c.is_split and c.cross_generator_splits == []
     assert sorted(c.trajectories(), key=lambda t: t.id) == sorted(trajs, key=lambda t: t.id)
-    assert sorted((tmp_path / "c").iterdir()) == [tmp_path / "c" / "all.jsonl.zst", tmp_path / "c" / MANIFEST]
+    assert sorted((tmp_path / "c").iterdir()) == [
+        tmp_path / "c" / "all.jsonl.zst",
+        tmp_path / "c" / MANIFEST,
+    ]
     with pytest.raises(StoreError, match="unsplit"):
         load_corpus(tmp_path / "c", ["train"])
 
@@ -104,7 +125,9 @@ def test_store_round_trip_unsplit(tmp_path):
 def test_store_round_trip_split_and_manifest(tmp_path):
     trajs = mixed_corpus(140)
     split = make_split(trajs, seed=3, cross_generators=["gen/c"])
-    m = write_corpus(tmp_path / "c", trajs, name="s", assignment=split.assignment, split_info=split.info)
+    m = write_corpus(
+        tmp_path / "c", trajs, name="s", assignment=split.assignment, split_info=split.info
+    )
     c = load_corpus(tmp_path / "c")
     assert c.split_names == ["train", "val", "test", "xgen-gen-c"]
     assert c.cross_generator_splits == ["xgen-gen-c"]
@@ -134,7 +157,9 @@ def test_store_round_trip_split_and_manifest(tmp_path):
 def test_loading_train_val_never_reads_test_or_xgen(tmp_path):
     trajs = mixed_corpus(140)
     split = make_split(trajs, seed=1, cross_generators=["gen/b"])
-    write_corpus(tmp_path / "c", trajs, name="s", assignment=split.assignment, split_info=split.info)
+    write_corpus(
+        tmp_path / "c", trajs, name="s", assignment=split.assignment, split_info=split.info
+    )
     # Destroy the held-out parts: a train+val load must not notice.
     (tmp_path / "c" / "test.jsonl.zst").write_bytes(b"garbage")
     (tmp_path / "c" / "xgen-gen-b.jsonl.zst").unlink()
@@ -157,7 +182,9 @@ def test_content_hash_depends_on_data_only(tmp_path):
     m1 = write_corpus(tmp_path / "a", trajs, name="one")
     m2 = write_corpus(tmp_path / "b", list(reversed(trajs)), name="other-name")
     s = make_split(trajs, seed=9, cross_generators=["gen/a"])
-    m3 = write_corpus(tmp_path / "c", trajs, name="split", assignment=s.assignment, split_info=s.info)
+    m3 = write_corpus(
+        tmp_path / "c", trajs, name="split", assignment=s.assignment, split_info=s.info
+    )
     assert m1.content_hash == m2.content_hash == m3.content_hash == content_hash(trajs)
     assert m1.assignment_hash is None and m3.assignment_hash is not None
     # Same data in any order gives byte-identical files.
@@ -175,9 +202,15 @@ def test_content_hash_depends_on_data_only(tmp_path):
         lambda t: dataclasses.replace(t, prompt=t.prompt + " "),
         lambda t: dataclasses.replace(t, solved=False),
         lambda t: dataclasses.replace(t, steps=t.steps[:-1]),
-        lambda t: dataclasses.replace(t, steps=(dataclasses.replace(t.steps[0], observation="y"), *t.steps[1:])),
-        lambda t: dataclasses.replace(t, steps=(dataclasses.replace(t.steps[0], latency_ms=None), *t.steps[1:])),
-        lambda t: dataclasses.replace(t, panel=(dataclasses.replace(t.panel[0], stealth_score=0.8500001), *t.panel[1:])),
+        lambda t: dataclasses.replace(
+            t, steps=(dataclasses.replace(t.steps[0], observation="y"), *t.steps[1:])
+        ),
+        lambda t: dataclasses.replace(
+            t, steps=(dataclasses.replace(t.steps[0], latency_ms=None), *t.steps[1:])
+        ),
+        lambda t: dataclasses.replace(
+            t, panel=(dataclasses.replace(t.panel[0], stealth_score=0.8500001), *t.panel[1:])
+        ),
         lambda t: dataclasses.replace(t, panel=t.panel[::-1]),
         lambda t: dataclasses.replace(t, oracle=(Verdict("o", True, 0.1, 0.9, role=ORACLE),)),
         lambda t: dataclasses.replace(t, meta={**t.meta, "k": 1}),

@@ -16,7 +16,12 @@ from monsearch.corpora.splits import (
     split_order,
 )
 
-GENS = ("anthropic/claude-opus-4.8", "z-ai/glm-5.2", "openai/gpt-5.6-sol", "nvidia/nemotron-3-ultra")
+GENS = (
+    "anthropic/claude-opus-4.8",
+    "z-ai/glm-5.2",
+    "openai/gpt-5.6-sol",
+    "nvidia/nemotron-3-ultra",
+)
 
 
 def _big(n=1200):
@@ -58,7 +63,11 @@ def test_cross_generators_go_to_their_own_split_and_nowhere_else():
     for s in ("train", "val", "test"):
         assert by_split[s] == {"anthropic/claude-opus-4.8", "z-ai/glm-5.2"}
     assert split_order(by_split) == [
-        "train", "val", "test", "xgen-nvidia-nemotron-3-ultra", "xgen-openai-gpt-5-6-sol"
+        "train",
+        "val",
+        "test",
+        "xgen-nvidia-nemotron-3-ultra",
+        "xgen-openai-gpt-5-6-sol",
     ]
     assert split.info["cross_generators"] == {
         "xgen-nvidia-nemotron-3-ultra": "nvidia/nemotron-3-ultra",
@@ -113,7 +122,11 @@ def test_zero_fraction_split_stays_empty():
 
 @pytest.mark.parametrize(
     ("fractions", "message"),
-    [((0.5, 0.5), "three numbers"), ((0.6, 0.3, 0.2), "sum to 1"), ((1.2, -0.1, -0.1), r"\[0, 1\]")],
+    [
+        ((0.5, 0.5), "three numbers"),
+        ((0.6, 0.3, 0.2), "sum to 1"),
+        ((1.2, -0.1, -0.1), r"\[0, 1\]"),
+    ],
 )
 def test_bad_fractions(fractions, message):
     with pytest.raises(SplitError, match=message):
@@ -138,6 +151,10 @@ def test_slugs_and_split_names():
 
 
 def test_generators_sharing_a_slug_cannot_be_held_out():
-    trajs = [traj("a", generator="Gen/X"), traj("b", generator="gen-x"), traj("c", generator="other")]
+    trajs = [
+        traj("a", generator="Gen/X"),
+        traj("b", generator="gen-x"),
+        traj("c", generator="other"),
+    ]
     with pytest.raises(SplitError, match="share the split name"):
         assign_splits(trajs, seed=0, cross_generators=["Gen/X"])

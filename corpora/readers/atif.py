@@ -23,7 +23,8 @@ Mapping onto the internal model:
   ``system`` steps are context, not actions, and give no Step;
 * task, generator, outcome, solved and verdicts: from the side labels JSONL
   (if given, it wins field by field), else ``extra.monsearch``, else the
-  root ``extra`` (``task``, ``outcome``, ``solved``) and ``agent.model_name``.
+  root ``extra`` (``task``, ``outcome``, ``solved``, used only when of the
+  right type: that namespace is the writer's) and ``agent.model_name``.
   Without any outcome, it is ``flag_found`` when solved and ``no_flag``
   otherwise (``meta["outcome_inferred"]``); without a task, ``"unknown"``.
 
@@ -277,21 +278,31 @@ def _nonempty(node: Node, key: str) -> str | None:
 
 
 def _pick(first: Any, ms: Node | None, extra: Node | None, key: str, get: Any) -> Any:
-    """The side label's value, else ``extra.monsearch.<key>``, else ``extra.<key>``."""
+    """The side label's value, else ``extra.monsearch.<key>``, else ``extra.<key>``.
+
+    ``extra.monsearch`` is ours, so a bad value there is an error; the root
+    ``extra`` belongs to whoever wrote the file, so a value of another shape
+    there simply means it is not the field we look for.
+    """
     if first is not None:
         return first
-    for node in (ms, extra):
-        if node is not None and node.raw(key) not in (MISSING, None):
-            return get(node, key)
+    if ms is not None and ms.raw(key) not in (MISSING, None):
+        return get(ms, key)
+    if extra is not None and extra.raw(key) not in (MISSING, None):
+        try:
+            return get(extra, key)
+        except InputError:
+            return None
     return None
 
 
 def _solved(label: _SideLabel | None, ms: Node | None, extra: Node | None) -> bool | None:
     if label is not None and label.has_solved:
         return label.solved
-    for node in (ms, extra):
-        if node is not None and "solved" in node.value:
-            return node.boolean("solved", nullable=True)
+    if ms is not None and "solved" in ms.value:
+        return ms.boolean("solved", nullable=True)
+    if extra is not None and isinstance(extra.raw("solved"), bool):
+        return extra.value["solved"]
     return None
 
 
@@ -423,13 +434,16 @@ def _merge_label(node: Node, line: int, labels: dict[str, _SideLabel]) -> None:
     if old is None:
         labels[tid] = new
         return
-    for key in ("task", "generator", "outcome", "verdicts"):
+    keys = ("task", "generator", "outcome", "verdicts")
+    # Check every field before merging any, so a refused line changes nothing.
+    for key in keys:
         mine, theirs = getattr(new, key), getattr(old, key)
         if mine is not None and theirs is not None and mine != theirs:
             raise node.fail(key, f"the same {key} as line {old.line} or none", node.raw(key))
-        if mine is not None:
-            setattr(old, key, mine)
+    if new.has_solved and old.has_solved and old.solved != new.solved:
+        raise node.fail("solved", f"the same solved as line {old.line} or none", new.solved)
+    for key in keys:
+        if getattr(new, key) is not None:
+            setattr(old, key, getattr(new, key))
     if new.has_solved:
-        if old.has_solved and old.solved != new.solved:
-            raise node.fail("solved", f"the same solved as line {old.line} or none", new.solved)
         old.solved, old.has_solved = new.solved, True

@@ -99,9 +99,12 @@ def read_stealthbench(
     builder = ReportBuilder(strict=strict)
     judge_dirs = _judge_dirs(layout.root)
     oracles = frozenset(oracle_judges)
+    # (task, id) of every run, from folder names too, so a run skipped as broken
+    # does not make its verdicts look orphaned.
     keys: set[tuple[str, str]] = set()
     for path in layout.files:
         builder.report.files_read += 1
+        keys.add((path.parent.parent.name, path.parent.name))
         display = str(path)
         try:
             traj, warnings = _read_run(path, display, layout, judge_dirs, oracles, max_bytes)

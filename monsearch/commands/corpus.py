@@ -43,6 +43,15 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
+
+
+def _reason(path: str, reason: str) -> str:
+    # Reasons are full InputError messages that start with the path: do not print it twice.
+    return reason[len(path) + 2 :] if reason.startswith(path + ": ") else reason
+
+
 def _csv(text: str | None) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
 
@@ -56,14 +65,16 @@ def _fractions(text: str) -> tuple[float, ...]:
 
 @contextmanager
 def _progress(quiet: bool) -> Iterator[Progress]:
+    console = _stderr()
     bar = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=_stderr(),
+        console=console,
         transient=True,
-        disable=quiet,
+        # Off a terminal a bar is only noise in logs (and blank lines on stderr).
+        disable=quiet or not console.is_terminal,
     )
     with bar:
         yield bar
@@ -80,7 +91,16 @@ def _write_with_progress(bar: Progress, out: Path, trajs: list, **kw: Any):
 
 def _splits_table(manifest) -> Table:
     table = Table(title=f"corpus {escape(manifest.name)}")
-    for col in ("split", "trajectories", "valid", "pass", "fail", "unlabelled", "min budget", "MB"):
+    for col in (
+        "split",
+        "trajectories",
+        "valid",
+        "pass",
+        "fail",
+        "unlabelled",
+        "min budget",
+        "size",
+    ):
         table.add_column(col, justify="left" if col == "split" else "right")
     per_split = manifest.counts.get("splits", {})
     for s in manifest.split_names:
@@ -95,7 +115,7 @@ def _splits_table(manifest) -> Table:
             str(labels.get("fail", "-")),
             str(labels.get("unlabelled", "-")),
             "-" if mb is None else f"{mb:.4f}",
-            f"{manifest.parts[s].bytes / 1e6:.2f}",
+            _size(manifest.parts[s].bytes),
         )
     return table
 
@@ -251,7 +271,7 @@ def import_cmd(
         table.add_column("path", overflow="fold")
         table.add_column("reason", overflow="fold")
         for s in report.skipped:
-            table.add_row(escape(s.path), escape(s.reason))
+            table.add_row(escape(s.path), escape(_reason(s.path, s.reason)))
         out_console.print(table)
     for w in report.warnings:
         err_console.print(f"[yellow]warning:[/] {escape(w)}")

@@ -1,0 +1,333 @@
+"""Helper functions handed to monitor programs as globals.
+
+They run unrestricted host code, so each one takes and returns plain data only
+(str, numbers, tuples, read-only FrozenDicts), keeps no state between candidates
+(the compiled-pattern cache lives in the candidate's own child process), and bounds
+its inputs. Regular expressions use RE2 (``google-re2``): matching is linear in the
+input, so no pattern can backtrack catastrophically; the sandbox's CPU and wall
+limits stay as the last line of defence.
+
+Reference shown to program authors (and to the LLM proposer):
+
+=====================================  ==================================================
+helper                                 returns
+=====================================  ==================================================
+``re_search(pattern, text)``           ``True`` if the RE2 pattern matches anywhere
+``re_first(pattern, text, group=0)``   text of the first match (or of ``group``), or None
+``re_findall(pattern, text)``          tuple of matches (tuples of groups if it has groups)
+``re_count(pattern, text)``            number of non-overlapping matches
+``re_sub(pattern, repl, text)``        text with matches replaced (``\\1`` refers to groups)
+``re_split(pattern, text)``            tuple of pieces
+``count_matching(pattern, items)``     how many strings in ``items`` match the pattern
+``json_parse(text)``                   parsed JSON as read-only data, or None if invalid
+``url_parse(url)``                     read-only dict: scheme, host, port, path, query,
+                                       query_all, user, fragment (None if unparsable)
+``entropy(text)``                      Shannon entropy in bits per character
+``tokens(text, lower=True)``           tuple of word tokens (letters, digits, ``_``)
+``ngrams(seq, n)``                     tuple of n-grams: substrings for text, tuples else
+``clamp(x, lo=0.0, hi=1.0)``           x limited to [lo, hi]
+``sigmoid(x)``                         1 / (1 + e^-x), overflow-safe
+``log1p(x)``                           log(1 + x)
+``safe_div(a, b, default=0.0)``        a / b, or ``default`` when b == 0
+``mean(values)``                       arithmetic mean, 0.0 for no values
+``math.<name>``                        read-only math functions and constants:
+                                       sqrt log log2 log10 log1p exp expm1 floor ceil
+                                       fabs tanh sin cos atan atan2 hypot copysign isfinite
+                                       isnan isinf fsum pow erf inf pi e
+=====================================  ==================================================
+
+Patterns are RE2 syntax (Python-like; no look-around, no backreferences in the
+pattern); use ``(?i)`` for case-insensitive matching. Patterns are limited to
+1,000 characters and texts to 2,000,000 characters; larger inputs raise ValueError.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import re2
+
+from monsearch.sandbox.frozen import FrozenDict, freeze
+
+MAX_PATTERN_CHARS = 1_000
+MAX_TEXT_CHARS = 2_000_000
+MAX_REPL_CHARS = 1_000
+MAX_OUTPUT_CHARS = 8_000_000
+MAX_NGRAM = 16
+PATTERN_CACHE_SIZE = 512
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # errors come back as ValueError, not stderr noise
+_RE2_OPTIONS.max_mem = 32 << 20  # per-pattern automaton memory budget
+
+
+@lru_cache(maxsize=PATTERN_CACHE_SIZE)
+def _compile(pattern: str) -> Any:
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        detail = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(
+            f"invalid or unsupported pattern {pattern[:80]!r}: {detail} "
+            "(RE2 syntax: no look-around, no backreferences)"
+        ) from None
+
+
+def _pattern(pattern: Any) -> Any:
+    if type(pattern) is not str:
+        raise TypeError("pattern must be a string")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ValueError(f"pattern longer than {MAX_PATTERN_CHARS} characters")
+    return _compile(pattern)
+
+
+def _text(text: Any, what: str = "text") -> str:
+    if type(text) is not str:
+        if text is None:
+            return ""
+        raise TypeError(f"{what} must be a string, got {type(text).__name__}")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError(f"{what} longer than {MAX_TEXT_CHARS} characters")
+    return text
+
+
+def re_search(pattern: str, text: str) -> bool:
+    """True if ``pattern`` matches anywhere in ``text`` (None counts as "")."""
+    return _pattern(pattern).search(_text(text)) is not None
+
+
+def re_first(pattern: str, text: str, group: int = 0) -> str | None:
+    """The first match (or its ``group``), or None."""
+    if type(group) is not int:
+        raise TypeError("group must be an int")
+    m = _pattern(pattern).search(_text(text))
+    if m is None:
+        return None
+    value = m.group(group)
+    return value if isinstance(value, str) else None
+
+
+def re_findall(pattern: str, text: str) -> tuple[Any, ...]:
+    """All non-overlapping matches, like ``re.findall`` but as a tuple."""
+    found = _pattern(pattern).findall(_text(text))
+    return tuple(tuple(x) if isinstance(x, list | tuple) else x for x in found)
+
+
+def re_count(pattern: str, text: str) -> int:
+    """Number of non-overlapping matches."""
+    return sum(1 for _ in _pattern(pattern).finditer(_text(text)))
+
+
+def re_sub(pattern: str, repl: str, text: str) -> str:
+    """``text`` with every match replaced by ``repl`` (``\\1``.. name groups)."""
+    if type(repl) is not str:
+        raise TypeError("repl must be a string (functions are not accepted)")
+    if len(repl) > MAX_REPL_CHARS:
+        raise ValueError(f"repl longer than {MAX_REPL_CHARS} characters")
+    compiled = _pattern(pattern)
+    source = _text(text)
+    if repl:
+        # Bound the output before building it: every match may add len(repl) chars.
+        n = re_count(pattern, source)
+        if len(source) + n * len(repl) > MAX_OUTPUT_CHARS:
+            raise ValueError("re_sub result would be too large")
+    return compiled.sub(repl, source)
+
+
+def re_split(pattern: str, text: str) -> tuple[str, ...]:
+    """Pieces of ``text`` between matches (captured groups included, like re.split)."""
+    return tuple(x if isinstance(x, str) else "" for x in _pattern(pattern).split(_text(text)))
+
+
+def count_matching(pattern: str, items: Iterable[Any]) -> int:
+    """How many strings in ``items`` the pattern matches (non-strings are skipped)."""
+    compiled = _pattern(pattern)
+    n = 0
+    for item in items:
+        if type(item) is str and len(item) <= MAX_TEXT_CHARS and compiled.search(item) is not None:
+            n += 1
+    return n
+
+
+def json_parse(text: str) -> Any:
+    """Parsed JSON as read-only data (FrozenDict / tuple / leaves); None if not valid JSON."""
+    source = _text(text)
+    try:
+        value = json.loads(source, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+    try:
+        return freeze(value)
+    except RecursionError:
+        return None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
+
+
+def url_parse(url: str) -> FrozenDict | None:
+    """Split a URL into a read-only dict; a URL without a scheme is read as http://.
+
+    Keys: scheme, host (lower case), port (explicit or the scheme's default, else
+    None), path, query (first value per key), query_all (tuple of values per key),
+    user, fragment. None when the text is not a URL.
+    """
+    text = _text(url, "url").strip()
+    if not text:
+        return None
+    if "://" not in text[:16]:
+        text = "http://" + text
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    scheme = parts.scheme.lower()
+    if port is None:
+        port = _DEFAULT_PORTS.get(scheme)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query: dict[str, str] = {}
+    query_all: dict[str, list[str]] = {}
+    for key, value in pairs:
+        query.setdefault(key, value)
+        query_all.setdefault(key, []).append(value)
+    return freeze(
+        {
+            "scheme": scheme,
+            "host": parts.hostname.lower(),
+            "port": port,
+            "path": parts.path or "/",
+            "query": query,
+            "query_all": query_all,
+            "user": parts.username,
+            "fragment": parts.fragment,
+        }
+    )
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy of ``text`` in bits per character (0.0 for "")."""
+    source = _text(text)
+    if not source:
+        return 0.0
+    n = len(source)
+    return -sum((c / n) * math.log2(c / n) for c in Counter(source).values())
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9_]+")
+
+
+def tokens(text: str, lower: bool = True) -> tuple[str, ...]:
+    """Word tokens (runs of letters, digits and ``_``), lower-cased by default."""
+    source = _text(text)
+    if lower:
+        source = source.lower()
+    return tuple(_TOKEN.findall(source))
+
+
+def ngrams(seq: Any, n: int) -> tuple[Any, ...]:
+    """n-grams of a string (substrings) or of a sequence (tuples)."""
+    if type(n) is not int or not 1 <= n <= MAX_NGRAM:
+        raise ValueError(f"n must be an int in 1..{MAX_NGRAM}")
+    if type(seq) is str:
+        source = _text(seq)
+        return tuple(source[i : i + n] for i in range(len(source) - n + 1))
+    items = tuple(seq)
+    if len(items) > MAX_TEXT_CHARS:
+        raise ValueError("sequence too long")
+    return tuple(items[i : i + n] for i in range(len(items) - n + 1))
+
+
+def _number(x: Any, what: str = "x") -> float:
+    if type(x) not in (int, float, bool):
+        raise TypeError(f"{what} must be a number, got {type(x).__name__}")
+    return float(x)
+
+
+def clamp(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
+    """``x`` limited to ``[lo, hi]``."""
+    value, low, high = _number(x), _number(lo, "lo"), _number(hi, "hi")
+    return low if value < low else high if value > high else value
+
+
+def sigmoid(x: float) -> float:
+    """The logistic function, without overflow for large ``|x|``."""
+    value = _number(x)
+    if value >= 0:
+        return 1.0 / (1.0 + math.exp(-value))
+    z = math.exp(value)
+    return z / (1.0 + z)
+
+
+def log1p(x: float) -> float:
+    """``log(1 + x)``."""
+    return math.log1p(_number(x))
+
+
+def safe_div(a: float, b: float, default: float = 0.0) -> float:
+    """``a / b``, or ``default`` when ``b`` is zero."""
+    num, den = _number(a, "a"), _number(b, "b")
+    return _number(default, "default") if den == 0 else num / den
+
+
+def mean(values: Iterable[Any]) -> float:
+    """Arithmetic mean of numbers, 0.0 for none."""
+    items = [_number(v, "value") for v in values]
+    return math.fsum(items) / len(items) if items else 0.0
+
+
+_MATH_NAMES = (
+    "sqrt", "log", "log2", "log10", "log1p", "exp", "expm1", "floor", "ceil", "fabs", "tanh",
+    "sin", "cos", "atan", "atan2", "hypot", "copysign", "isfinite", "isnan", "isinf", "fsum",
+    "pow", "erf", "inf", "pi", "e",
+)  # fmt: skip
+
+#: A read-only namespace of math functions (never the module itself: modules reach
+#: other modules through their attributes).
+MATH: FrozenDict = FrozenDict({name: getattr(math, name) for name in _MATH_NAMES})
+
+HELPERS: Mapping[str, Callable[..., Any] | FrozenDict] = FrozenDict(
+    {
+        "re_search": re_search,
+        "re_first": re_first,
+        "re_findall": re_findall,
+        "re_count": re_count,
+        "re_sub": re_sub,
+        "re_split": re_split,
+        "count_matching": count_matching,
+        "json_parse": json_parse,
+        "url_parse": url_parse,
+        "entropy": entropy,
+        "tokens": tokens,
+        "ngrams": ngrams,
+        "clamp": clamp,
+        "sigmoid": sigmoid,
+        "log1p": log1p,
+        "safe_div": safe_div,
+        "mean": mean,
+        "math": MATH,
+    }
+)
+
+
+def helper_reference() -> str:
+    """The helper table above, for prompts and ``--help`` texts."""
+    doc = __doc__ or ""
+    start = doc.index("=====")
+    end = doc.rindex("=====") + len("=====")
+    end = doc.index("\n", end) if "\n" in doc[end:] else len(doc)
+    tail = doc[end:].strip()
+    return doc[start:end].strip() + "\n\n" + tail
