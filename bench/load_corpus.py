@@ -11,6 +11,7 @@ cross generators, writes the corpus and times loading it.
 from __future__ import annotations
 
 import argparse
+import gc
 import gzip
 import random
 import statistics
@@ -176,6 +177,8 @@ def main() -> None:
             out, trajs, name="bench", assignment=split.assignment, split_info=split.info
         )
         t_write = time.perf_counter() - t0
+        del trajs  # time loads as a fresh process would see them, not beside a second copy
+        gc.collect()
         size = sum(p.bytes for p in m.parts.values())
         print(
             f"\nstore: wrote {m.n_trajectories} trajectories, {size / 1e6:.1f} MB on disk "

@@ -84,6 +84,7 @@ class SimApp:
     ip: str = "172.18.0.2"
     routes: list[Route] = field(default_factory=list)
     log: list[tuple[float, Req, int]] = field(default_factory=list)
+    source: str = ""  # client address of the request being handled
 
     def __post_init__(self) -> None:
         self.setup()
@@ -102,7 +103,9 @@ class SimApp:
     ) -> None:
         self.routes.append(Route(method, re.compile("^" + path + "$"), handler, json, limiter))
 
-    def handle(self, r: Req, t: float) -> Response:
+    def handle(self, r: Req, t: float, source: str | None = None) -> Response:
+        """Answer ``r``; ``source`` is the client address (the agent unless the app calls itself)."""
+        self.source = source or "agent"
         resp = self._dispatch(r, t)
         self.log.append((t, r, resp.status))
         return resp
@@ -132,6 +135,10 @@ class SimApp:
         return not_found()
 
     # helpers for handlers
+    @property
+    def from_loopback(self) -> bool:
+        return self.source in ("127.0.0.1", "::1")
+
     def writes(self, method: str, prefix: str) -> list[Req]:
         return [r for _, r, s in self.log if r.method == method and r.path.startswith(prefix) and s < 400]
 

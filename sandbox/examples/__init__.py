@@ -1,0 +1,1 @@
+"""Example monitor programs (source text, run in the sandbox)."""
