@@ -99,6 +99,7 @@ _OWN_NAMES = frozenset(dir(FrozenDict))
 #: The container types a view is made of, for the sandbox's attribute/item allowlists.
 VIEW_TYPES: tuple[type, ...] = (FrozenDict,)
 
+_LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
 _LEAVES = (str, int, float, bool, type(None))
 
 
@@ -106,14 +107,21 @@ def freeze(value: Any) -> Any:
     """Deep-convert plain data into view values (FrozenDict / tuple / leaves).
 
     Sets become tuples sorted by ``repr`` (deterministic across processes);
-    anything else unknown becomes its ``str``.
+    anything else unknown becomes its ``str``. Keys are kept as given (the
+    view's own keys and parsed JSON keys are strings).
     """
+    t = type(value)
+    if t in _LEAF_TYPES or t is FrozenDict:
+        return value
+    if t is dict:
+        # Leaves are the common case: skip the recursive call for them.
+        return FrozenDict({k: v if type(v) in _LEAF_TYPES else freeze(v) for k, v in value.items()})
+    if t is list or t is tuple:
+        return tuple([v if type(v) in _LEAF_TYPES else freeze(v) for v in value])
     if isinstance(value, _LEAVES):
         return value
-    if type(value) is FrozenDict:
-        return value
     if isinstance(value, Mapping):
-        return FrozenDict({str(k) if not isinstance(k, str) else k: freeze(v) for k, v in value.items()})
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
         return tuple(freeze(v) for v in value)
     if isinstance(value, (set, frozenset)):

@@ -46,7 +46,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
@@ -55,6 +54,7 @@ from urllib.parse import parse_qsl, urlsplit
 import re2
 
 from monsearch.sandbox.frozen import FrozenDict, freeze
+from monsearch.sandbox.secrets import shannon_entropy
 
 MAX_PATTERN_CHARS = 1_000
 MAX_TEXT_CHARS = 2_000_000
@@ -133,12 +133,15 @@ def re_sub(pattern: str, repl: str, text: str) -> str:
         raise ValueError(f"repl longer than {MAX_REPL_CHARS} characters")
     compiled = _pattern(pattern)
     source = _text(text)
-    if repl:
-        # Bound the output before building it: every match may add len(repl) chars.
-        n = re_count(pattern, source)
-        if len(source) + n * len(repl) > MAX_OUTPUT_CHARS:
-            raise ValueError("re_sub result would be too large")
-    return compiled.sub(repl, source)
+    if not repl:
+        return compiled.sub(repl, source)
+    # Bound the output while building it: every match may add len(repl) characters,
+    # so replace at most as many matches as fit, plus one to detect overflow.
+    allowed = max(0, (MAX_OUTPUT_CHARS - len(source)) // len(repl))
+    out, n = compiled.subn(repl, source, count=allowed + 1)
+    if n > allowed:
+        raise ValueError("re_sub result would be too large")
+    return out
 
 
 def re_split(pattern: str, text: str) -> tuple[str, ...]:
@@ -220,11 +223,7 @@ def url_parse(url: str) -> FrozenDict | None:
 
 def entropy(text: str) -> float:
     """Shannon entropy of ``text`` in bits per character (0.0 for "")."""
-    source = _text(text)
-    if not source:
-        return 0.0
-    n = len(source)
-    return -sum((c / n) * math.log2(c / n) for c in Counter(source).values())
+    return shannon_entropy(_text(text))
 
 
 _TOKEN = re.compile(r"[A-Za-z0-9_]+")

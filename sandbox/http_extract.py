@@ -11,10 +11,12 @@ are skipped, and nothing raises.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from monsearch.sandbox.shell import Command
@@ -62,8 +64,7 @@ def normalise_url(url: str, default_scheme: str = "http") -> str:
     return f"{default_scheme}://{url}"
 
 
-@dataclass(slots=True)
-class UrlParts:
+class UrlParts(NamedTuple):
     scheme: str
     host: str
     port: int | None
@@ -73,6 +74,7 @@ class UrlParts:
     password: str | None
 
 
+@functools.lru_cache(maxsize=16384)
 def split_url(url: str) -> UrlParts:
     """Parse a URL without raising (bad ports become None, unknown text stays in path)."""
     try:
@@ -88,7 +90,9 @@ def split_url(url: str) -> UrlParts:
             port = 443
         user = unquote(parts.username) if parts.username else None
         password = unquote(parts.password) if parts.password else None
-        return UrlParts(parts.scheme.lower(), host, port, parts.path or "/", parts.query, user, password)
+        return UrlParts(
+            parts.scheme.lower(), host, port, parts.path or "/", parts.query, user, password
+        )
     except (ValueError, TypeError):
         return UrlParts("", "", None, url, "", None, None)
 
@@ -103,7 +107,16 @@ def _looks_like_url(arg: str) -> bool:
     if not arg or arg.startswith("-"):
         return False
     if _SCHEME.match(arg):
-        return arg.split("://", 1)[0].lower() in ("http", "https", "ws", "wss", "ftp", "file", "gopher", "dict")
+        return arg.split("://", 1)[0].lower() in (
+            "http",
+            "https",
+            "ws",
+            "wss",
+            "ftp",
+            "file",
+            "gopher",
+            "dict",
+        )
     # Scheme-less host[:port][/path]
     return bool(re.match(r"^(?:[A-Za-z0-9_.-]+|\[[0-9a-fA-F:]+\])(?::\d+)?(?:/\S*)?$", arg)) and (
         ":" in arg or "/" in arg or "." in arg
@@ -113,21 +126,118 @@ def _looks_like_url(arg: str) -> bool:
 # --------------------------------------------------------------------------- curl
 
 _CURL_ARG = {
-    "-X", "--request", "-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--data-ascii",
-    "--json", "-F", "--form", "--form-string", "-H", "--header", "-u", "--user", "-o", "--output",
-    "-w", "--write-out", "-A", "--user-agent", "-e", "--referer", "-b", "--cookie", "-c", "--cookie-jar",
-    "-x", "--proxy", "-m", "--max-time", "--connect-timeout", "--retry", "--retry-delay", "--retry-max-time",
-    "-T", "--upload-file", "--url", "-K", "--config", "-r", "--range", "-z", "--time-cond", "-E", "--cert",
-    "--cacert", "--capath", "--key", "--resolve", "--connect-to", "--limit-rate", "--max-redirs", "-U",
-    "--proxy-user", "--oauth2-bearer", "-Y", "--speed-limit", "-y", "--speed-time", "--interface", "-D",
-    "--dump-header", "--unix-socket", "--abstract-unix-socket", "--variable", "--url-query", "-t",
-    "--telnet-option", "-C", "--continue-at", "--local-port", "--dns-servers", "--keepalive-time",
-    "--parallel-max", "--trace", "--trace-ascii", "--stderr", "--create-file-mode", "--aws-sigv4",
-    "--ciphers", "--cert-type", "--key-type", "--pass", "--noproxy", "--proxy-header", "--request-target",
-    "--expect100-timeout", "--happy-eyeballs-timeout-ms", "--mail-from", "--mail-rcpt", "--max-filesize",
-    "-Q", "--quote", "-P", "--ftp-port", "--socks5", "--socks4", "--socks5-hostname", "--preproxy",
-    "--retry-all-errors-delay", "--hostpubmd5", "--pinnedpubkey", "--write-out-file", "--etag-save",
-    "--etag-compare", "--output-dir", "--rate", "--sasl-authzid", "--service-name", "--tls-max",
+    "-X",
+    "--request",
+    "-d",
+    "--data",
+    "--data-raw",
+    "--data-binary",
+    "--data-urlencode",
+    "--data-ascii",
+    "--json",
+    "-F",
+    "--form",
+    "--form-string",
+    "-H",
+    "--header",
+    "-u",
+    "--user",
+    "-o",
+    "--output",
+    "-w",
+    "--write-out",
+    "-A",
+    "--user-agent",
+    "-e",
+    "--referer",
+    "-b",
+    "--cookie",
+    "-c",
+    "--cookie-jar",
+    "-x",
+    "--proxy",
+    "-m",
+    "--max-time",
+    "--connect-timeout",
+    "--retry",
+    "--retry-delay",
+    "--retry-max-time",
+    "-T",
+    "--upload-file",
+    "--url",
+    "-K",
+    "--config",
+    "-r",
+    "--range",
+    "-z",
+    "--time-cond",
+    "-E",
+    "--cert",
+    "--cacert",
+    "--capath",
+    "--key",
+    "--resolve",
+    "--connect-to",
+    "--limit-rate",
+    "--max-redirs",
+    "-U",
+    "--proxy-user",
+    "--oauth2-bearer",
+    "-Y",
+    "--speed-limit",
+    "-y",
+    "--speed-time",
+    "--interface",
+    "-D",
+    "--dump-header",
+    "--unix-socket",
+    "--abstract-unix-socket",
+    "--variable",
+    "--url-query",
+    "-t",
+    "--telnet-option",
+    "-C",
+    "--continue-at",
+    "--local-port",
+    "--dns-servers",
+    "--keepalive-time",
+    "--parallel-max",
+    "--trace",
+    "--trace-ascii",
+    "--stderr",
+    "--create-file-mode",
+    "--aws-sigv4",
+    "--ciphers",
+    "--cert-type",
+    "--key-type",
+    "--pass",
+    "--noproxy",
+    "--proxy-header",
+    "--request-target",
+    "--expect100-timeout",
+    "--happy-eyeballs-timeout-ms",
+    "--mail-from",
+    "--mail-rcpt",
+    "--max-filesize",
+    "-Q",
+    "--quote",
+    "-P",
+    "--ftp-port",
+    "--socks5",
+    "--socks4",
+    "--socks5-hostname",
+    "--preproxy",
+    "--retry-all-errors-delay",
+    "--hostpubmd5",
+    "--pinnedpubkey",
+    "--write-out-file",
+    "--etag-save",
+    "--etag-compare",
+    "--output-dir",
+    "--rate",
+    "--sasl-authzid",
+    "--service-name",
+    "--tls-max",
 }
 # Short options that take an argument (for clusters like -sX POST or -XPOST).
 _CURL_SHORT_ARG = set("XdFHuowAebcxmTKrzEUYytDCQP")
@@ -359,7 +469,9 @@ def _add_header(headers: dict[str, str], line: str) -> None:
     if not key:
         return
     value = value.strip()
-    headers[key] = f"{headers[key]}, {value}" if key in headers and key != "authorization" else value
+    headers[key] = (
+        f"{headers[key]}, {value}" if key in headers and key != "authorization" else value
+    )
 
 
 def _data_urlencode(v: str, files: FileLookup, stdin: str | None) -> str:
@@ -395,7 +507,14 @@ def _add_form(
         if value.startswith("<"):  # field value read from a file
             form[name] = content if content is not None else ""
         else:
-            upload.append({"field": name, "filename": fname if path != "-" else (fname if m else "-"), "content": content or "", "path": path})
+            upload.append(
+                {
+                    "field": name,
+                    "filename": fname if path != "-" else (fname if m else "-"),
+                    "content": content or "",
+                    "path": path,
+                }
+            )
         return
     form[name] = value.split(";type=", 1)[0] if not literal else value
 
@@ -403,13 +522,61 @@ def _add_form(
 # --------------------------------------------------------------------------- wget
 
 _WGET_ARG = {
-    "-O", "--output-document", "-o", "--output-file", "-a", "--append-output", "-U", "--user-agent",
-    "-t", "--tries", "-T", "--timeout", "-w", "--wait", "-P", "--directory-prefix", "-e", "--execute",
-    "-i", "--input-file", "-B", "--base", "-Q", "--quota", "-l", "--level", "-D", "--domains", "-A", "--accept",
-    "-R", "--reject", "-I", "-X", "--header", "--method", "--post-data", "--post-file", "--body-data",
-    "--body-file", "--user", "--password", "--http-user", "--http-password", "--load-cookies",
-    "--save-cookies", "--referer", "--bind-address", "--limit-rate", "--waitretry", "--ca-certificate",
-    "--certificate", "--private-key", "--proxy-user", "--proxy-password",
+    "-O",
+    "--output-document",
+    "-o",
+    "--output-file",
+    "-a",
+    "--append-output",
+    "-U",
+    "--user-agent",
+    "-t",
+    "--tries",
+    "-T",
+    "--timeout",
+    "-w",
+    "--wait",
+    "-P",
+    "--directory-prefix",
+    "-e",
+    "--execute",
+    "-i",
+    "--input-file",
+    "-B",
+    "--base",
+    "-Q",
+    "--quota",
+    "-l",
+    "--level",
+    "-D",
+    "--domains",
+    "-A",
+    "--accept",
+    "-R",
+    "--reject",
+    "-I",
+    "-X",
+    "--header",
+    "--method",
+    "--post-data",
+    "--post-file",
+    "--body-data",
+    "--body-file",
+    "--user",
+    "--password",
+    "--http-user",
+    "--http-password",
+    "--load-cookies",
+    "--save-cookies",
+    "--referer",
+    "--bind-address",
+    "--limit-rate",
+    "--waitretry",
+    "--ca-certificate",
+    "--certificate",
+    "--private-key",
+    "--proxy-user",
+    "--proxy-password",
 }
 
 
@@ -489,10 +656,34 @@ def parse_wget(cmd: Command, files: FileLookup) -> list[Request]:
 # --------------------------------------------------------------------------- httpie
 
 _HTTPIE_ARG = {
-    "-a", "--auth", "-A", "--auth-type", "-p", "--print", "-o", "--output", "--session",
-    "--session-read-only", "--timeout", "--raw", "--verify", "--cert", "--cert-key", "--proxy",
-    "--pretty", "-s", "--style", "--max-redirects", "--default-scheme", "--format-options",
-    "--response-charset", "--response-mime", "--boundary", "--ssl", "--ciphers", "--max-headers",
+    "-a",
+    "--auth",
+    "-A",
+    "--auth-type",
+    "-p",
+    "--print",
+    "-o",
+    "--output",
+    "--session",
+    "--session-read-only",
+    "--timeout",
+    "--raw",
+    "--verify",
+    "--cert",
+    "--cert-key",
+    "--proxy",
+    "--pretty",
+    "-s",
+    "--style",
+    "--max-redirects",
+    "--default-scheme",
+    "--format-options",
+    "--response-charset",
+    "--response-mime",
+    "--boundary",
+    "--ssl",
+    "--ciphers",
+    "--max-headers",
 }
 _HTTP_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "CONNECT"}
 _HTTPIE_ITEM = re.compile(r"^((?:[^:=@\\]|\\.)+?)(:=@|:=|==|=@|@|=|:)(.*)$", re.S)
@@ -568,15 +759,30 @@ def parse_httpie(cmd: Command, files: FileLookup) -> list[Request]:
                 data[key] = content
         elif sep == "@":
             content = _file_content(value.split(";", 1)[0], files, cmd.stdin) or ""
-            upload.append({"field": key, "filename": value.split(";", 1)[0].rsplit("/", 1)[-1], "content": content, "path": value})
+            upload.append(
+                {
+                    "field": key,
+                    "filename": value.split(";", 1)[0].rsplit("/", 1)[-1],
+                    "content": content,
+                    "path": value,
+                }
+            )
             form_mode = True
-    if raw_body is None and cmd.stdin is not None and not data and not upload and cmd.piped_from is not None:
+    if (
+        raw_body is None
+        and cmd.stdin is not None
+        and not data
+        and not upload
+        and cmd.piped_from is not None
+    ):
         raw_body = cmd.stdin
     if raw_body is not None:
         body = raw_body
     elif form_mode:
         body = urlencode(list(form.items())) if not upload else ""
-        headers.setdefault("content-type", "multipart/form-data" if upload else "application/x-www-form-urlencoded")
+        headers.setdefault(
+            "content-type", "multipart/form-data" if upload else "application/x-www-form-urlencoded"
+        )
     elif data:
         body = json.dumps(data)
         headers.setdefault("content-type", "application/json")
@@ -606,7 +812,9 @@ def parse_httpie(cmd: Command, files: FileLookup) -> list[Request]:
 _REQ_LINE = re.compile(r"^([A-Z]{3,10}) (\S+) HTTP/\d(?:\.\d)?\s*$")
 
 
-def parse_raw_http(text: str, host: str, port: int | None, client: str, scheme: str = "http") -> list[Request]:
+def parse_raw_http(
+    text: str, host: str, port: int | None, client: str, scheme: str = "http"
+) -> list[Request]:
     """Requests in a raw HTTP/1.x byte stream (possibly several, pipelined)."""
     out: list[Request] = []
     text = text.replace("\r\n", "\n")
@@ -645,7 +853,9 @@ def parse_raw_http(text: str, host: str, port: int | None, client: str, scheme: 
             url = target
         else:
             url = f"{scheme}://{netloc or hosthdr}{target if target.startswith('/') else '/' + target}"
-        req = Request(method=method, url=url, client=client, headers=headers, body=body, include_headers=True)
+        req = Request(
+            method=method, url=url, client=client, headers=headers, body=body, include_headers=True
+        )
         out.append(req)
     return out
 
@@ -654,7 +864,10 @@ def parse_nc(cmd: Command) -> list[Request]:
     argv = cmd.argv
     name = argv[0]
     if name == "socat":
-        target = next((a for a in argv[1:] if a.upper().startswith(("TCP:", "TCP4:", "OPENSSL:", "SSL:"))), None)
+        target = next(
+            (a for a in argv[1:] if a.upper().startswith(("TCP:", "TCP4:", "OPENSSL:", "SSL:"))),
+            None,
+        )
         if target is None:
             return []
         _, _, rest = target.partition(":")
@@ -662,7 +875,11 @@ def parse_nc(cmd: Command) -> list[Request]:
         pos = [host, port]
         scheme = "https" if target.upper().startswith(("OPENSSL", "SSL")) else "http"
     else:
-        if any(a in ("-l", "-lp", "-lvp", "-lnvp", "-nlvp", "-lvnp") or (a.startswith("-") and "l" in a and not a.startswith("--")) for a in argv[1:]):
+        if any(
+            a in ("-l", "-lp", "-lvp", "-lnvp", "-nlvp", "-lvnp")
+            or (a.startswith("-") and "l" in a and not a.startswith("--"))
+            for a in argv[1:]
+        ):
             return []
         pos = []
         skip_next = False
@@ -691,7 +908,14 @@ def parse_nc(cmd: Command) -> list[Request]:
 # --------------------------------------------------------------------------- dispatch
 
 _PYTHON = re.compile(r"^(?:python|python3|python3\.\d+|python2|pypy3?)$")
-CLIENTS = {"curl": parse_curl, "wget": parse_wget, "http": parse_httpie, "https": parse_httpie, "xh": parse_httpie, "xhs": parse_httpie}
+CLIENTS = {
+    "curl": parse_curl,
+    "wget": parse_wget,
+    "http": parse_httpie,
+    "https": parse_httpie,
+    "xh": parse_httpie,
+    "xhs": parse_httpie,
+}
 
 
 def python_source(cmd: Command, files: FileLookup) -> str | None:
@@ -717,9 +941,14 @@ def python_source(cmd: Command, files: FileLookup) -> str | None:
     return cmd.stdin
 
 
-def extract_requests(cmds: list[Command], files: FileLookup) -> list[Request]:
-    """Every HTTP request the commands of one step send, in order."""
-    from monsearch.sandbox.http_python import python_requests
+def extract_requests(
+    cmds: list[Command], files: FileLookup, written: dict[str, str] | None = None
+) -> list[Request]:
+    """Every HTTP request the commands of one step send, in order.
+
+    Files that Python code writes are added to ``written`` when given.
+    """
+    from monsearch.sandbox.http_python import read_python
 
     out: list[Request] = []
     for cmd in cmds:
@@ -735,7 +964,10 @@ def extract_requests(cmds: list[Command], files: FileLookup) -> list[Request]:
             elif _PYTHON.match(name):
                 code = python_source(cmd, files)
                 if code:
-                    for req in python_requests(code, files):
+                    py_reqs, py_written = read_python(code, files)
+                    if written is not None:
+                        written.update(py_written)
+                    for req in py_reqs:
                         req.repeat = min(req.repeat * cmd.repeat, 10**9)
                         req.repeat_known = req.repeat_known and cmd.repeat_known
                         req.background = cmd.background

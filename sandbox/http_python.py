@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import base64
 import contextlib
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -44,10 +45,19 @@ _METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 class Unknown:
     """A value the reader cannot know; ``text`` is how it prints in a string."""
 
-    __slots__ = ("text",)
+    __slots__ = ("_text", "_node")
 
-    def __init__(self, text: str):
-        self.text = text
+    def __init__(self, text: str = "", node: ast.AST | None = None):
+        self._text = text
+        self._node = node
+
+    @property
+    def text(self) -> str:
+        # Rendering source is costly and most unknowns are never printed.
+        if self._node is not None:
+            self._text = _src(self._node)
+            self._node = None
+        return self._text
 
     def __repr__(self) -> str:
         return f"Unknown({self.text!r})"
@@ -207,13 +217,15 @@ class _Reader:
                     self.assign(t, v, env)
             else:
                 for t in target.elts:
-                    self.assign(t, Unknown(_src(t)), env)
+                    self.assign(t, Unknown(node=t), env)
         elif isinstance(target, ast.Subscript):
             obj = self.expr(target.value, env)
             key = self.expr(target.slice, env)
             if isinstance(obj, dict) and _known(key) and not isinstance(key, (dict, list)):
                 obj[key] = value
-            elif isinstance(obj, Obj) and obj.kind in ("session", "request") and isinstance(key, str):
+            elif (
+                isinstance(obj, Obj) and obj.kind in ("session", "request") and isinstance(key, str)
+            ):
                 pass
         elif isinstance(target, ast.Attribute):
             obj = self.expr(target.value, env)
@@ -231,9 +243,13 @@ class _Reader:
         else:
             base = node.module or ""
             for alias in node.names:
-                env[alias.asname or alias.name] = Mod(f"{base}.{alias.name}" if base else alias.name)
+                env[alias.asname or alias.name] = Mod(
+                    f"{base}.{alias.name}" if base else alias.name
+                )
 
-    def for_loop(self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt], env: dict[str, Any]) -> None:
+    def for_loop(
+        self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt], env: dict[str, Any]
+    ) -> None:
         items, count, known = self.iterate(self.expr(iter_node, env))
         if count == 0:
             return
@@ -249,7 +265,7 @@ class _Reader:
         self.mult = min(self.mult * count, _MAX_REPEAT)
         self.mult_known = self.mult_known and known
         try:
-            self.assign(target, items[0] if items else Unknown(_src(target)), env)
+            self.assign(target, items[0] if items else Unknown(node=target), env)
             self.run(body, env)
         except _LoopExit:
             pass
@@ -286,7 +302,9 @@ class _Reader:
             if isinstance(start, int) and isinstance(limit, int):
                 count = max(0, limit - start + (1 if isinstance(t.ops[0], ast.LtE) else 0))
         saved = (self.mult, self.mult_known)
-        self.mult = min(self.mult * (count if count is not None else UNKNOWN_LOOP_REPEAT), _MAX_REPEAT)
+        self.mult = min(
+            self.mult * (count if count is not None else UNKNOWN_LOOP_REPEAT), _MAX_REPEAT
+        )
         self.mult_known = self.mult_known and count is not None
         try:
             self.run(node.body, env)
@@ -319,7 +337,11 @@ class _Reader:
                     if isinstance(val, Unknown):
                         parts.append("{" + _src(v.value) + "}")
                     elif v.format_spec is not None and isinstance(val, (int, float)):
-                        spec = "".join(str(x.value) for x in v.format_spec.values if isinstance(x, ast.Constant))  # type: ignore[attr-defined]
+                        spec = "".join(
+                            str(x.value)
+                            for x in v.format_spec.values
+                            if isinstance(x, ast.Constant)
+                        )  # type: ignore[attr-defined]
                         try:
                             parts.append(format(val, spec))
                         except ValueError:
@@ -338,7 +360,9 @@ class _Reader:
                         d.update(inner)
                     continue
                 key = self.expr(k, env)
-                d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = self.expr(v, env)
+                d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = (
+                    self.expr(v, env)
+                )
             return d
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             items: list[Any] = []
@@ -355,11 +379,15 @@ class _Reader:
             obj = self.expr(node.value, env)
             key = self.expr(node.slice, env)
             try:
-                if isinstance(obj, (dict, list, tuple, str)) and _known(key) and not isinstance(key, (dict, list)):
+                if (
+                    isinstance(obj, (dict, list, tuple, str))
+                    and _known(key)
+                    and not isinstance(key, (dict, list))
+                ):
                     return obj[key]
             except (KeyError, IndexError, TypeError, ValueError):
                 pass
-            return Unknown(_src(node))
+            return Unknown(node=node)
         if isinstance(node, ast.Slice):
             return Unknown("slice")
         if isinstance(node, ast.Call):
@@ -368,7 +396,7 @@ class _Reader:
             return self.comprehension(node, env)
         if isinstance(node, ast.DictComp):
             self.comprehension(node, env)
-            return Unknown(_src(node))
+            return Unknown(node=node)
         if isinstance(node, ast.IfExp):
             test = self.expr(node.test, env)
             if test is True or test is False:
@@ -396,15 +424,15 @@ class _Reader:
                 try:
                     return _compare(node.ops[0], left, rights[0])
                 except TypeError:
-                    return Unknown(_src(node))
-            return Unknown(_src(node))
+                    return Unknown(node=node)
+            return Unknown(node=node)
         if isinstance(node, ast.UnaryOp):
             v = self.expr(node.operand, env)
             if isinstance(node.op, ast.USub) and isinstance(v, (int, float)):
                 return -v
             if isinstance(node.op, ast.Not) and _known(v):
                 return not v
-            return Unknown(_src(node))
+            return Unknown(node=node)
         if isinstance(node, ast.Lambda):
             return Func(node, env)
         if isinstance(node, ast.NamedExpr):
@@ -413,9 +441,13 @@ class _Reader:
             return v
         if isinstance(node, ast.Await):
             return self.expr(node.value, env)
-        return Unknown(_src(node))
+        return Unknown(node=node)
 
-    def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, env: dict[str, Any]) -> Any:
+    def comprehension(
+        self,
+        node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp,
+        env: dict[str, Any],
+    ) -> Any:
         local = dict(env)
         results: list[Any] = []
         saved = (self.mult, self.mult_known)
@@ -438,7 +470,7 @@ class _Reader:
             elif count:
                 self.mult = min(self.mult * count, _MAX_REPEAT)
                 self.mult_known = self.mult_known and known
-                self.assign(gen.target, items[0] if items else Unknown(_src(gen.target)), local)
+                self.assign(gen.target, items[0] if items else Unknown(node=gen.target), local)
                 walk(k + 1)
 
         try:
@@ -471,13 +503,28 @@ class _Reader:
                     return a * b
                 if isinstance(b, (str, list)) and isinstance(a, int) and a <= 10_000:
                     return b * a
-            elif isinstance(op, ast.Sub) and isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            elif (
+                isinstance(op, ast.Sub)
+                and isinstance(a, (int, float))
+                and isinstance(b, (int, float))
+            ):
                 return a - b
             elif isinstance(op, ast.FloorDiv) and isinstance(a, int) and isinstance(b, int) and b:
                 return a // b
-            elif isinstance(op, ast.Div) and isinstance(a, (int, float)) and isinstance(b, (int, float)) and b:
+            elif (
+                isinstance(op, ast.Div)
+                and isinstance(a, (int, float))
+                and isinstance(b, (int, float))
+                and b
+            ):
                 return a / b
-            elif isinstance(op, ast.Pow) and isinstance(a, int) and isinstance(b, int) and 0 <= b <= 64 and abs(a) < 1000:
+            elif (
+                isinstance(op, ast.Pow)
+                and isinstance(a, int)
+                and isinstance(b, int)
+                and 0 <= b <= 64
+                and abs(a) < 1000
+            ):
                 return a**b
         except (TypeError, ValueError, OverflowError):
             pass
@@ -493,7 +540,7 @@ class _Reader:
             return Bound(obj, name)
         if isinstance(obj, (str, dict, list, bytes)):
             return Bound(obj, name)
-        return Unknown(_src(node))
+        return Unknown(node=node)
 
     # ------------------------------------------------------------------ calls
     def call(self, node: ast.Call, env: dict[str, Any]) -> Any:
@@ -523,8 +570,8 @@ class _Reader:
             try:
                 return func(self, args, kwargs)
             except (TypeError, ValueError, IndexError, KeyError, OverflowError):
-                return Unknown(_src(node))
-        return Unknown(_src(node))
+                return Unknown(node=node)
+        return Unknown(node=node)
 
     def call_func(self, func: Func, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if self.depth >= _MAX_DEPTH:
@@ -544,11 +591,15 @@ class _Reader:
             else:
                 local[p.arg] = Unknown(p.arg)
         for p, d in zip(params.kwonlyargs, params.kw_defaults, strict=True):
-            local[p.arg] = kwargs.get(p.arg, self.expr(d, func.closure) if d is not None else Unknown(p.arg))
+            local[p.arg] = kwargs.get(
+                p.arg, self.expr(d, func.closure) if d is not None else Unknown(p.arg)
+            )
         if params.vararg:
             local[params.vararg.arg] = tuple(args[len(positional) :])
         if params.kwarg:
-            local[params.kwarg.arg] = {k: v for k, v in kwargs.items() if k not in {p.arg for p in positional}}
+            local[params.kwarg.arg] = {
+                k: v for k, v in kwargs.items() if k not in {p.arg for p in positional}
+            }
         self.depth += 1
         try:
             if isinstance(fn, ast.Lambda):
@@ -570,22 +621,45 @@ class _Reader:
             return self.make_request(args, kwargs)
         if last == "urlopen" and lib in ("urllib", "urllib2", "urlopen"):
             return self.urlopen(args, kwargs)
-        if name in ("urllib.request.build_opener", "urllib2.build_opener", "urllib.request.OpenerDirector"):
+        if name in (
+            "urllib.request.build_opener",
+            "urllib2.build_opener",
+            "urllib.request.OpenerDirector",
+        ):
             return Obj("opener")
         if lib in ("requests", "httpx") and last in _METHODS:
-            return self.send_lib(lib, last.upper(), args[0] if args else kwargs.get("url"), kwargs, {})
+            return self.send_lib(
+                lib, last.upper(), args[0] if args else kwargs.get("url"), kwargs, {}
+            )
         if lib in ("requests", "httpx") and last in ("request", "stream"):
             method = args[0] if args else kwargs.get("method", "GET")
             url = args[1] if len(args) > 1 else kwargs.get("url")
             return self.send_lib(lib, _text(method).upper(), url, kwargs, {})
         if lib in ("requests", "httpx") and last in ("Session", "session", "Client", "AsyncClient"):
             headers = kwargs.get("headers")
-            return Obj("session", lib=lib, headers=dict(headers) if isinstance(headers, dict) else {}, base_url=kwargs.get("base_url"), auth=kwargs.get("auth"))
-        if name in ("http.client.HTTPConnection", "http.client.HTTPSConnection", "httplib.HTTPConnection", "httplib.HTTPSConnection"):
+            return Obj(
+                "session",
+                lib=lib,
+                headers=dict(headers) if isinstance(headers, dict) else {},
+                base_url=kwargs.get("base_url"),
+                auth=kwargs.get("auth"),
+            )
+        if name in (
+            "http.client.HTTPConnection",
+            "http.client.HTTPSConnection",
+            "httplib.HTTPConnection",
+            "httplib.HTTPSConnection",
+        ):
             host = _text(args[0]) if args else _text(kwargs.get("host", ""))
             port = args[1] if len(args) > 1 else kwargs.get("port")
             scheme = "https" if name.endswith("HTTPSConnection") else "http"
-            return Obj("conn", host=host, port=port if isinstance(port, int) else None, scheme=scheme, pending=None)
+            return Obj(
+                "conn",
+                host=host,
+                port=port if isinstance(port, int) else None,
+                scheme=scheme,
+                pending=None,
+            )
         if name in ("socket.socket",):
             return Obj("socket", host=None, port=None)
         if name == "socket.create_connection":
@@ -595,7 +669,14 @@ class _Reader:
             return sock
         if name in ("json.dumps",):
             try:
-                return json.dumps(_plain(args[0]), **{k: v for k, v in kwargs.items() if k in ("indent", "separators", "sort_keys")})
+                return json.dumps(
+                    _plain(args[0]),
+                    **{
+                        k: v
+                        for k, v in kwargs.items()
+                        if k in ("indent", "separators", "sort_keys")
+                    },
+                )
             except (TypeError, ValueError, IndexError):
                 return Unknown("json")
         if name == "json.loads" and args and isinstance(args[0], str):
@@ -606,36 +687,63 @@ class _Reader:
         if name in ("urllib.parse.urlencode", "urllib.urlencode") and args:
             data = args[0]
             if isinstance(data, dict):
-                return urlencode({_text(k): _text(v) for k, v in data.items()}, doseq=bool(kwargs.get("doseq")))
+                return urlencode(
+                    {_text(k): _text(v) for k, v in data.items()}, doseq=bool(kwargs.get("doseq"))
+                )
             if isinstance(data, (list, tuple)):
-                return urlencode([(_text(p[0]), _text(p[1])) for p in data if isinstance(p, (list, tuple)) and len(p) == 2])
+                return urlencode(
+                    [
+                        (_text(p[0]), _text(p[1]))
+                        for p in data
+                        if isinstance(p, (list, tuple)) and len(p) == 2
+                    ]
+                )
         if name in ("urllib.parse.quote", "urllib.parse.quote_plus", "urllib.quote") and args:
-            return quote(_text(args[0]), safe=_text(kwargs.get("safe", "/")) if name.endswith("quote") else "")
+            return quote(
+                _text(args[0]),
+                safe=_text(kwargs.get("safe", "/")) if name.endswith("quote") else "",
+            )
         if lib == "base64" and args and isinstance(args[0], str):
             try:
                 if "encode" in last:
-                    fn = {"b64encode": base64.b64encode, "urlsafe_b64encode": base64.urlsafe_b64encode, "b32encode": base64.b32encode}.get(last)
+                    fn = {
+                        "b64encode": base64.b64encode,
+                        "urlsafe_b64encode": base64.urlsafe_b64encode,
+                        "b32encode": base64.b32encode,
+                    }.get(last)
                     if fn:
                         return fn(args[0].encode()).decode()
                 if "decode" in last:
-                    fn2 = {"b64decode": base64.b64decode, "urlsafe_b64decode": base64.urlsafe_b64decode}.get(last)
+                    fn2 = {
+                        "b64decode": base64.b64decode,
+                        "urlsafe_b64decode": base64.urlsafe_b64decode,
+                    }.get(last)
                     if fn2:
                         return fn2(args[0] + "==").decode("utf-8", "replace")
             except (ValueError, UnicodeError):
-                return Unknown(_src(node))
-        if name in ("concurrent.futures.ThreadPoolExecutor", "concurrent.futures.ProcessPoolExecutor", "multiprocessing.Pool", "multiprocessing.pool.ThreadPool"):
+                return Unknown(node=node)
+        if name in (
+            "concurrent.futures.ThreadPoolExecutor",
+            "concurrent.futures.ProcessPoolExecutor",
+            "multiprocessing.Pool",
+            "multiprocessing.pool.ThreadPool",
+        ):
             return Obj("executor")
         if name in ("threading.Thread",):
             target = kwargs.get("target")
             targs = kwargs.get("args", ())
             if isinstance(target, Func):
-                return Obj("thread", target=target, args=tuple(targs) if isinstance(targs, (list, tuple)) else ())
+                return Obj(
+                    "thread",
+                    target=target,
+                    args=tuple(targs) if isinstance(targs, (list, tuple)) else (),
+                )
             return Obj("thread", target=None, args=())
         if name in ("string.ascii_lowercase",):
             return "abcdefghijklmnopqrstuvwxyz"
         if name == "itertools.product" and args:
             return self.product(args, kwargs)
-        return Unknown(_src(node))
+        return Unknown(node=node)
 
     def product(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
         total = 1
@@ -646,7 +754,9 @@ class _Reader:
         first = tuple((self.iterate(a)[0] or [Unknown("item")])[0] for a in args)
         return Obj("lazy_iter", count=total, first=first)
 
-    def call_method(self, obj: Any, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+    def call_method(
+        self, obj: Any, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call
+    ) -> Any:
         if isinstance(obj, str):
             return _str_method(obj, name, args, kwargs)
         if isinstance(obj, dict):
@@ -664,7 +774,7 @@ class _Reader:
                 return list(getattr(obj, name)())
             if name == "setdefault" and args:
                 return obj.setdefault(args[0], args[1] if len(args) > 1 else None)
-            return Unknown(_src(node))
+            return Unknown(node=node)
         if isinstance(obj, list):
             if name == "append" and args:
                 obj.append(args[0])
@@ -672,7 +782,7 @@ class _Reader:
                 obj.extend(args[0])
             return None
         if not isinstance(obj, Obj):
-            return Unknown(_src(node))
+            return Unknown(node=node)
         kind = obj.kind
         if kind == "request":
             if name in ("add_header", "add_unredirected_header") and len(args) >= 2:
@@ -682,21 +792,35 @@ class _Reader:
             return self.urlopen(args, kwargs)
         if kind == "session":
             if name in _METHODS:
-                return self.send_lib(obj.attrs["lib"], name.upper(), args[0] if args else kwargs.get("url"), kwargs, obj.attrs)
+                return self.send_lib(
+                    obj.attrs["lib"],
+                    name.upper(),
+                    args[0] if args else kwargs.get("url"),
+                    kwargs,
+                    obj.attrs,
+                )
             if name in ("request", "stream"):
                 method = args[0] if args else kwargs.get("method", "GET")
                 url = args[1] if len(args) > 1 else kwargs.get("url")
-                return self.send_lib(obj.attrs["lib"], _text(method).upper(), url, kwargs, obj.attrs)
-            return Unknown(_src(node))
+                return self.send_lib(
+                    obj.attrs["lib"], _text(method).upper(), url, kwargs, obj.attrs
+                )
+            return Unknown(node=node)
         if kind == "conn":
             if name == "request":
                 method = _text(args[0]) if args else _text(kwargs.get("method", "GET"))
                 path = _text(args[1]) if len(args) > 1 else _text(kwargs.get("url", "/"))
                 body = args[2] if len(args) > 2 else kwargs.get("body")
                 headers = args[3] if len(args) > 3 else kwargs.get("headers", {})
-                self.emit_conn(obj, method, path, body, headers if isinstance(headers, dict) else {})
+                self.emit_conn(
+                    obj, method, path, body, headers if isinstance(headers, dict) else {}
+                )
             elif name == "putrequest":
-                obj.attrs["pending"] = (_text(args[0]) if args else "GET", _text(args[1]) if len(args) > 1 else "/", {})
+                obj.attrs["pending"] = (
+                    _text(args[0]) if args else "GET",
+                    _text(args[1]) if len(args) > 1 else "/",
+                    {},
+                )
             elif name == "putheader" and len(args) >= 2 and obj.attrs.get("pending"):
                 obj.attrs["pending"][2][_text(args[0])] = args[1]
             elif name == "endheaders" and obj.attrs.get("pending"):
@@ -711,7 +835,9 @@ class _Reader:
                 self.connect(obj, args[0])
             elif name in ("send", "sendall") and args and obj.attrs.get("host"):
                 data = _text(args[0])
-                for req in parse_raw_http(data, obj.attrs["host"], obj.attrs.get("port"), "python_socket"):
+                for req in parse_raw_http(
+                    data, obj.attrs["host"], obj.attrs.get("port"), "python_socket"
+                ):
                     self.record(req)
             return None
         if kind == "executor" and name == "map" and args and isinstance(args[0], Func):
@@ -720,8 +846,15 @@ class _Reader:
             if not iterables:
                 return []
             items, count, known = self.iterate(iterables[0])
-            return self.map_func(fn, items, count, known, [self.iterate(x)[0] for x in iterables[1:]])
-        if kind == "executor" and name in ("submit", "apply_async") and args and isinstance(args[0], Func):
+            return self.map_func(
+                fn, items, count, known, [self.iterate(x)[0] for x in iterables[1:]]
+            )
+        if (
+            kind == "executor"
+            and name in ("submit", "apply_async")
+            and args
+            and isinstance(args[0], Func)
+        ):
             rest = args[1:]
             if name == "apply_async" and rest and isinstance(rest[0], (list, tuple)):
                 rest = list(rest[0])
@@ -729,18 +862,25 @@ class _Reader:
         if kind == "thread" and name == "start" and isinstance(obj.attrs.get("target"), Func):
             return self.call_func(obj.attrs["target"], list(obj.attrs.get("args", ())), {})
         if kind == "response":
-            return Unknown(_src(node))
+            return Unknown(node=node)
         if kind == "file":
             if name == "write" and args:
                 path = obj.attrs["path"]
                 self.written[path] = self.written.get(path, "") + _text(args[0])
             elif name == "read":
                 content = self.files(obj.attrs["path"])
-                return content if content is not None else Unknown(_src(node))
+                return content if content is not None else Unknown(node=node)
             return None
-        return Unknown(_src(node))
+        return Unknown(node=node)
 
-    def map_func(self, fn: Func, items: list[Any] | None, count: int, known: bool, extra: list[list[Any] | None]) -> Any:
+    def map_func(
+        self,
+        fn: Func,
+        items: list[Any] | None,
+        count: int,
+        known: bool,
+        extra: list[list[Any] | None],
+    ) -> Any:
         if items is not None and count <= UNROLL_LIMIT:
             out = []
             for k, it in enumerate(items):
@@ -766,8 +906,16 @@ class _Reader:
         url = args[0] if args else kwargs.get("url", "")
         data = args[1] if len(args) > 1 else kwargs.get("data")
         headers = args[2] if len(args) > 2 else kwargs.get("headers", {})
-        method = kwargs.get("method") if "method" in kwargs else (args[5] if len(args) > 5 else None)
-        return Obj("request", url=url, data=data, headers=dict(headers) if isinstance(headers, dict) else {}, method=method)
+        method = (
+            kwargs.get("method") if "method" in kwargs else (args[5] if len(args) > 5 else None)
+        )
+        return Obj(
+            "request",
+            url=url,
+            data=data,
+            headers=dict(headers) if isinstance(headers, dict) else {},
+            method=method,
+        )
 
     def urlopen(self, args: list[Any], kwargs: dict[str, Any]) -> Obj:
         target = args[0] if args else kwargs.get("url")
@@ -776,15 +924,23 @@ class _Reader:
             a = target.attrs
             body = a.get("data") if data is None else data
             method = a.get("method")
-            method_s = _text(method).upper() if method is not None and _known(method) else ("POST" if body is not None else "GET")
+            method_s = (
+                _text(method).upper()
+                if method is not None and _known(method)
+                else ("POST" if body is not None else "GET")
+            )
             if isinstance(method, Unknown):
                 method_s = "{" + method.text + "}"
             self.record_parts("python_urllib", method_s, a.get("url"), a.get("headers", {}), body)
         else:
-            self.record_parts("python_urllib", "POST" if data is not None else "GET", target, {}, data)
+            self.record_parts(
+                "python_urllib", "POST" if data is not None else "GET", target, {}, data
+            )
         return Obj("response")
 
-    def send_lib(self, lib: str, method: str, url: Any, kwargs: dict[str, Any], session: dict[str, Any]) -> Obj:
+    def send_lib(
+        self, lib: str, method: str, url: Any, kwargs: dict[str, Any], session: dict[str, Any]
+    ) -> Obj:
         client = "python_requests" if lib == "requests" else "python_httpx"
         headers = dict(session.get("headers") or {})
         if isinstance(kwargs.get("headers"), dict):
@@ -837,22 +993,42 @@ class _Reader:
             content = spec[1] if len(spec) > 1 else ""
             if isinstance(content, Obj) and content.kind == "file":
                 content = self.files(content.attrs["path"]) or ""
-            return {"field": field, "filename": name, "content": _text(content) if _known(content) else ""}
+            return {
+                "field": field,
+                "filename": name,
+                "content": _text(content) if _known(content) else "",
+            }
         if isinstance(spec, Obj) and spec.kind == "file":
             path = spec.attrs["path"]
-            return {"field": field, "filename": path.rsplit("/", 1)[-1], "content": self.files(path) or ""}
-        return {"field": field, "filename": field, "content": _text(spec) if isinstance(spec, str) else ""}
+            return {
+                "field": field,
+                "filename": path.rsplit("/", 1)[-1],
+                "content": self.files(path) or "",
+            }
+        return {
+            "field": field,
+            "filename": field,
+            "content": _text(spec) if isinstance(spec, str) else "",
+        }
 
-    def emit_conn(self, conn: Obj, method: str, path: str, body: Any, headers: dict[Any, Any]) -> None:
+    def emit_conn(
+        self, conn: Obj, method: str, path: str, body: Any, headers: dict[Any, Any]
+    ) -> None:
         host = conn.attrs.get("host", "")
         port = conn.attrs.get("port")
         hp = host if "://" in host else f"{conn.attrs['scheme']}://{host}"
         if port and f":{port}" not in hp.split("//", 1)[-1]:
             hp += f":{port}"
-        url = path if path.startswith(("http://", "https://")) else hp + (path if path.startswith("/") else "/" + path)
+        url = (
+            path
+            if path.startswith(("http://", "https://"))
+            else hp + (path if path.startswith("/") else "/" + path)
+        )
         self.record_parts("python_http_client", method.upper(), url, headers, body)
 
-    def record_parts(self, client: str, method: str, url: Any, headers: dict[Any, Any], body: Any) -> Request | None:
+    def record_parts(
+        self, client: str, method: str, url: Any, headers: dict[Any, Any], body: Any
+    ) -> Request | None:
         if url is None:
             return None
         u = _text(url)
@@ -860,9 +1036,29 @@ class _Reader:
             return None
         if isinstance(body, Obj) and body.kind == "file":
             body = self.files(body.attrs["path"]) or ""
-        body_text = "" if body is None else (_text(body) if not isinstance(body, (dict, list)) else urlencode({_text(k): _text(v) for k, v in body.items()}) if isinstance(body, dict) else _text(body))
-        hdrs = {_text(k).lower(): _text(v) for k, v in headers.items()} if isinstance(headers, dict) else {}
-        req = Request(method=method or "GET", url=normalise_url(u), client=client, headers=hdrs, body=body_text)
+        body_text = (
+            ""
+            if body is None
+            else (
+                _text(body)
+                if not isinstance(body, (dict, list))
+                else urlencode({_text(k): _text(v) for k, v in body.items()})
+                if isinstance(body, dict)
+                else _text(body)
+            )
+        )
+        hdrs = (
+            {_text(k).lower(): _text(v) for k, v in headers.items()}
+            if isinstance(headers, dict)
+            else {}
+        )
+        req = Request(
+            method=method or "GET",
+            url=normalise_url(u),
+            client=client,
+            headers=hdrs,
+            body=body_text,
+        )
         self.record(req)
         return req
 
@@ -915,7 +1111,13 @@ def _str_method(s: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> A
         return getattr(s, name)(args[0])
     if name == "format":
         try:
-            return s.format(*[_text(a) if not isinstance(a, (int, float)) else a for a in args], **{k: (_text(v) if not isinstance(v, (int, float)) else v) for k, v in kwargs.items()})
+            return s.format(
+                *[_text(a) if not isinstance(a, (int, float)) else a for a in args],
+                **{
+                    k: (_text(v) if not isinstance(v, (int, float)) else v)
+                    for k, v in kwargs.items()
+                },
+            )
         except (IndexError, KeyError, ValueError):
             return s
     if name == "replace" and len(args) >= 2:
@@ -999,11 +1201,33 @@ def _b_print(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
     return None
 
 
-_BUILTIN_FUNCS = {_b_range, _b_str, _b_int, _b_len, _b_open, _b_enumerate, _b_zip, _b_map, _b_list, _b_print}
+_BUILTIN_FUNCS = {
+    _b_range,
+    _b_str,
+    _b_int,
+    _b_len,
+    _b_open,
+    _b_enumerate,
+    _b_zip,
+    _b_map,
+    _b_list,
+    _b_print,
+}
 _BUILTINS: dict[str, Any] = {
-    "range": _b_range, "str": _b_str, "int": _b_int, "len": _b_len, "open": _b_open,
-    "enumerate": _b_enumerate, "zip": _b_zip, "map": _b_map, "list": _b_list, "tuple": _b_list,
-    "print": _b_print, "True": True, "False": False, "None": None,
+    "range": _b_range,
+    "str": _b_str,
+    "int": _b_int,
+    "len": _b_len,
+    "open": _b_open,
+    "enumerate": _b_enumerate,
+    "zip": _b_zip,
+    "map": _b_map,
+    "list": _b_list,
+    "tuple": _b_list,
+    "print": _b_print,
+    "True": True,
+    "False": False,
+    "None": None,
 }
 
 
@@ -1017,52 +1241,70 @@ def _src(node: ast.AST) -> str:
 
 # --------------------------------------------------------------------------- regex fallback
 
-_RX_LIB = re.compile(r"""(?:requests|httpx|session|s|client)\.(get|post|put|patch|delete|head|options)\(\s*[fr]?['"]([^'"]+)['"]""")
+_RX_LIB = re.compile(
+    r"""(?:requests|httpx|session|s|client)\.(get|post|put|patch|delete|head|options)\(\s*[fr]?['"]([^'"]+)['"]"""
+)
 _RX_URLOPEN = re.compile(r"""urlopen\(\s*[fr]?['"]([^'"]+)['"]""")
-_RX_REQUEST = re.compile(r"""Request\(\s*[fr]?['"]([^'"]+)['"](?:[^)]*?method\s*=\s*['"](\w+)['"])?""", re.S)
+_RX_REQUEST = re.compile(
+    r"""Request\(\s*[fr]?['"]([^'"]+)['"](?:[^)]*?method\s*=\s*['"](\w+)['"])?""", re.S
+)
 
 
 def _regex_requests(code: str) -> list[Request]:
     out: list[Request] = []
     for m in _RX_LIB.finditer(code):
-        out.append(Request(method=m.group(1).upper(), url=normalise_url(m.group(2)), client="python_requests"))
+        out.append(
+            Request(
+                method=m.group(1).upper(), url=normalise_url(m.group(2)), client="python_requests"
+            )
+        )
     for m in _RX_REQUEST.finditer(code):
-        out.append(Request(method=(m.group(2) or "GET").upper(), url=normalise_url(m.group(1)), client="python_urllib"))
+        out.append(
+            Request(
+                method=(m.group(2) or "GET").upper(),
+                url=normalise_url(m.group(1)),
+                client="python_urllib",
+            )
+        )
     if not any(r.client == "python_urllib" for r in out):
         for m in _RX_URLOPEN.finditer(code):
             out.append(Request(method="GET", url=normalise_url(m.group(1)), client="python_urllib"))
     return out
 
 
+@functools.lru_cache(maxsize=2048)
+def _parse(code: str) -> ast.Module | None:
+    """``ast.parse`` with a cache (the reader never mutates the tree); None if unparsable."""
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def read_python(code: str, files: FileLookup | None = None) -> tuple[list[Request], dict[str, str]]:
+    """The HTTP requests a Python program sends, in order, and the files it
+    writes with ``open(path, "w").write(...)`` (known content). Never raises."""
+    if not code:
+        return [], {}
+    sends = any(k in code for k in ("http", "socket", "urlopen", "requests", "Request"))
+    if not sends and "open(" not in code:
+        return [], {}
+    tree = _parse(code)
+    if tree is None:
+        return (_regex_requests(code) if sends else []), {}
+    reader = _Reader(files if files is not None else (lambda _p: None))
+    # Whatever was read before a failure or the step budget is still kept.
+    with contextlib.suppress(Exception):
+        reader.run(tree.body, {})
+    reqs = [r for r in reader.out if split_url(r.url).host or r.url.startswith("file:")]
+    return reqs, reader.written
+
+
 def python_requests(code: str, files: FileLookup | None = None) -> list[Request]:
     """The HTTP requests a Python program sends, in order. Never raises."""
-    if not code or not any(k in code for k in ("http", "socket", "urlopen", "requests", "Request")):
-        return []
-    lookup: FileLookup = files if files is not None else (lambda _p: None)
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _regex_requests(code)
-    reader = _Reader(lookup)
-    try:
-        reader.run(tree.body, {})
-    except (_Budget, _Return, _LoopExit, RecursionError):
-        pass
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, MemoryError):
-        pass
-    return [r for r in reader.out if split_url(r.url).host or r.url.startswith("file:")]
+    return read_python(code, files)[0]
 
 
 def python_written_files(code: str, files: FileLookup | None = None) -> dict[str, str]:
     """Files a Python program writes with ``open(path, "w").write(...)`` (known content)."""
-    if "open(" not in code:
-        return {}
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    reader = _Reader(files if files is not None else (lambda _p: None))
-    # The written map is still useful up to a failure.
-    with contextlib.suppress(Exception):
-        reader.run(tree.body, {})
-    return reader.written
+    return read_python(code, files)[1]

@@ -16,8 +16,20 @@ _PY_SERVER = re.compile(
     r"\b(?:HTTPServer|ThreadingHTTPServer|TCPServer|ThreadingTCPServer|UDPServer|make_server|serve_forever|"
     r"BaseHTTPRequestHandler|SimpleHTTPRequestHandler|\.listen\(|app\.run\(|uvicorn\.run\(|web\.run_app\()"
 )
-_PY_PORT = re.compile(r"\(\s*\(\s*['\"][^'\"]*['\"]\s*,\s*(\d{2,5})\s*\)|port\s*=\s*(\d{2,5})|\bPORT\s*=\s*(\d{2,5})")
-_TUNNELS = {"ngrok", "cloudflared", "lt", "localtunnel", "bore", "frpc", "serveo", "tunnelto", "zrok"}
+_PY_PORT = re.compile(
+    r"\(\s*\(\s*['\"][^'\"]*['\"]\s*,\s*(\d{2,5})\s*\)|port\s*=\s*(\d{2,5})|\bPORT\s*=\s*(\d{2,5})"
+)
+_TUNNELS = {
+    "ngrok",
+    "cloudflared",
+    "lt",
+    "localtunnel",
+    "bore",
+    "frpc",
+    "serveo",
+    "tunnelto",
+    "zrok",
+}
 _TUNNEL_HOSTS = re.compile(r"serveo\.net|localhost\.run|ngrok|trycloudflare|loca\.lt|pinggy", re.I)
 
 
@@ -33,7 +45,10 @@ def listeners_of(cmds: list[Command], files: FileLookup) -> list[dict[str, objec
         port: int | None = None
         echo = False
         if name in ("nc", "ncat", "netcat") and any(
-            a == "-l" or a == "--listen" or (a.startswith("-") and not a.startswith("--") and "l" in a) for a in argv[1:]
+            a == "-l"
+            or a == "--listen"
+            or (a.startswith("-") and not a.startswith("--") and "l" in a)
+            for a in argv[1:]
         ):
             kind = "nc"
             port = _first_port(argv[1:], after="-p")
@@ -95,7 +110,13 @@ def _usable_ip(ip: str) -> bool:
         addr = ipaddress.IPv4Address(ip)
     except ValueError:
         return False
-    return not (addr.is_loopback or addr.is_unspecified or addr.is_multicast or ip.endswith(".255") or ip.startswith("255."))
+    return not (
+        addr.is_loopback
+        or addr.is_unspecified
+        or addr.is_multicast
+        or ip.endswith(".255")
+        or ip.startswith("255.")
+    )
 
 
 def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
@@ -126,7 +147,9 @@ def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
                 found.append(parts[0])
                 found += [p for p in parts[1:] if _HOSTNAME_LINE.match(p) and "localhost" not in p]
     if any(t.startswith("cat /proc/net/fib_trie") for t in texts):
-        found += [ip for ip in _IPV4.findall(observation) if _usable_ip(ip) and not ip.endswith(".0")]
+        found += [
+            ip for ip in _IPV4.findall(observation) if _usable_ip(ip) and not ip.endswith(".0")
+        ]
     out: list[str] = []
     for f in found:
         if f not in out:
@@ -136,14 +159,15 @@ def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
 
 # --------------------------------------------------------------------------- status codes
 
-_STATUS_PATTERNS = re.compile(
-    r"(?m)^(?:< )?HTTP/\d(?:\.\d)?\s+(?P<a>\d{3})\b"
-    r"|awaiting response\.\.\.\s*(?P<b>\d{3})\b"
-    r"|\bERROR (?P<c>\d{3})\b"
-    r"|HTTP Error (?P<d>\d{3})\b"
-    r"|<title>(?P<e>\d{3}) [^<]*</title>"
-    r"|<Response \[(?P<f>\d{3})\]>"
-    r"|\b[Ss]tatus(?:[_ ][Cc]ode)?\s*[:=]\s*(?P<g>\d{3})\b"
+# (substring that must be present, pattern): cheap ``in`` checks skip most regex scans.
+_STATUS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("HTTP/", re.compile(r"(?m)^(?:< )?HTTP/\d(?:\.\d)?\s+(\d{3})\b")),
+    ("awaiting response", re.compile(r"awaiting response\.\.\.\s*(\d{3})\b")),
+    ("ERROR ", re.compile(r"\bERROR (\d{3})\b")),
+    ("HTTP Error ", re.compile(r"HTTP Error (\d{3})\b")),
+    ("<title>", re.compile(r"<title>(\d{3}) [^<]*</title>")),
+    ("<Response [", re.compile(r"<Response \[(\d{3})\]>")),
+    ("tatus", re.compile(r"\b[Ss]tatus(?:[_ ][Cc]ode)?\s*[:=]\s*(\d{3})\b")),
 )
 
 
@@ -151,38 +175,59 @@ def statuses_in(observation: str) -> list[tuple[int, int]]:
     """``(position, status)`` for every HTTP status line/marker in the output."""
     if not observation:
         return []
+    found: list[tuple[int, int, bool]] = []
+    for needle, pattern in _STATUS_PATTERNS:
+        if needle in observation:
+            is_title = needle == "<title>"
+            for m in pattern.finditer(observation):
+                code = int(m.group(1))
+                if 100 <= code <= 599:
+                    found.append((m.start(), code, is_title))
+    if not found:
+        return []
+    found.sort()
     out: list[tuple[int, int]] = []
-    last_pos = -100
-    for m in _STATUS_PATTERNS.finditer(observation):
-        code = int(next(g for g in m.groups() if g))
-        if not 100 <= code <= 599:
+    for pos, code, is_title in found:
+        # A Werkzeug error page after its own status line repeats the code: count once.
+        if is_title and out and out[-1][1] == code and pos - out[-1][0] < 2000:
             continue
-        # A Werkzeug page after its own status line repeats the code: count once.
-        if m.group("e") and out and out[-1][1] == code and m.start() - last_pos < 2000:
-            continue
-        out.append((m.start(), code))
-        last_pos = m.start()
+        out.append((pos, code))
     return out
+
+
+def _write_out_pattern(write_out: str) -> re.Pattern[str] | None:
+    fmt = write_out.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")
+    pattern = ""
+    for p in re.split(r"(%\{[^}]*\})", fmt):
+        if p in ("%{http_code}", "%{response_code}"):
+            pattern += r"(\d{3})"
+        elif p.startswith("%{"):
+            pattern += r"\S*?"
+        else:
+            pattern += re.sub(r"(?:\\\s)+", r"\\s*", re.escape(p))
+    try:
+        return re.compile(pattern, re.S)
+    except re.error:
+        return None
 
 
 def write_out_status(observation: str, write_out: str) -> int | None:
     """The ``%{http_code}`` value that curl's ``-w`` format printed, if found."""
     if "http_code" not in write_out and "response_code" not in write_out:
         return None
-    fmt = write_out.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")
-    parts = re.split(r"(%\{[^}]*\})", fmt)
-    pattern = ""
-    for p in parts:
-        if p in ("%{http_code}", "%{response_code}"):
-            pattern += r"(\d{3})"
-        elif p.startswith("%{"):
-            pattern += r".*?"
-        else:
-            pattern += re.escape(p).replace("\\\n", r"\s*").replace("\n", r"\s*")
-    try:
-        matches = list(re.finditer(pattern, observation, re.S))
-    except re.error:
+    pattern = _write_out_pattern(write_out)
+    if pattern is None:
         return None
-    if not matches:
-        return None
-    return int(matches[-1].group(1))
+    matches = list(pattern.finditer(observation))
+    return int(matches[-1].group(1)) if matches else None
+
+
+def strip_write_out(body: str, write_out: str) -> str:
+    """The response body without the text curl's ``-w`` format appended to it."""
+    pattern = _write_out_pattern(write_out)
+    if pattern is None or not write_out.strip():
+        return body
+    matches = list(pattern.finditer(body))
+    if matches and not body[matches[-1].end() :].strip():
+        return body[: matches[-1].start()].rstrip("\n")
+    return body

@@ -433,7 +433,8 @@ def guarded_getattr(obj: Any, name: str) -> Any:
     if isinstance(obj, BaseException) and name == "args":
         return tuple(_plain_arg(a) for a in obj.args)
     if t in ATTR_TYPES:
-        raise AttributeError(f"{t.__name__}.{name} is not allowed (use f-strings or %-formatting)")
+        hint = " (use f-strings or %-formatting)" if name.startswith("format") else ""
+        raise AttributeError(f"{t.__name__}.{name} is not allowed{hint}")
     raise AttributeError(f"attribute access on {t.__name__!r} objects is not allowed")
 
 
@@ -454,6 +455,9 @@ def safe_getattr(obj: Any, name: Any, *default: Any) -> Any:
 
 
 def safe_hasattr(obj: Any, name: Any) -> bool:
+    """The ``hasattr`` builtin given to programs: forbidden names are simply absent."""
+    if type(name) is str and (name.startswith("_") or name in INSPECT_ATTRIBUTES):
+        return False
     return safe_getattr(obj, name, _MISSING) is not _MISSING
 
 
@@ -468,7 +472,10 @@ def guarded_write(obj: Any) -> Any:
     """``_write_``: item/attribute stores and deletes go only to plain dicts and lists."""
     if type(obj) in WRITE_TYPES:
         return obj
-    raise TypeError(f"cannot modify {type(obj).__name__!r} objects (trajectory views are read-only)")
+    raise TypeError(
+        f"cannot modify {type(obj).__name__!r} objects: only the program's own dicts and lists "
+        "can be changed (trajectory views are read-only)"
+    )
 
 
 def _unpack(it: Any, spec: Any, getiter: Any = None) -> Any:

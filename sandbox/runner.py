@@ -87,26 +87,36 @@ def check_score(value: Any) -> float | str:
     return result
 
 
-class _Budget:
-    """The per-trajectory interrupt: armed only while the program runs."""
+class _Watchdog:
+    """The per-trajectory interrupt.
 
-    __slots__ = ("seconds", "armed", "previous")
+    One periodic ``ITIMER_REAL`` tick (a quarter of the budget) instead of arming a
+    timer per trajectory keeps the per-call cost to two attribute stores; the tick
+    raises :class:`TrajectoryTimeout` into a ``score()`` call that has run longer
+    than the budget, so a call is interrupted within 1.25x its budget.
+    """
+
+    __slots__ = ("seconds", "armed", "started", "previous")
 
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
         self.armed = False
+        self.started = 0.0
         self.previous: Any = None
 
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.armed:
+    def _tick(self, signum: int, frame: Any) -> None:
+        if self.armed and self.seconds is not None and time.perf_counter() - self.started > self.seconds:
             self.armed = False
             raise TrajectoryTimeout()
 
     def install(self) -> None:
         if self.seconds is not None:
-            self.previous = signal.signal(signal.SIGALRM, self._handler)
+            self.previous = signal.signal(signal.SIGALRM, self._tick)
+            tick = max(self.seconds / 4.0, 0.001)
+            signal.setitimer(signal.ITIMER_REAL, tick, tick)
 
     def uninstall(self) -> None:
+        self.armed = False
         if self.seconds is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self.previous or signal.SIG_DFL)
@@ -222,48 +232,44 @@ def run_program(
         )
         return header, scores
 
-    budget = _Budget(None if limits.per_traj_ms is None else limits.per_traj_ms / 1000.0)
+    watchdog = _Watchdog(None if limits.per_traj_ms is None else limits.per_traj_ms / 1000.0)
+    seconds = watchdog.seconds if watchdog.seconds is not None else math.inf
+    timeout_message = f"score() exceeded the per-trajectory budget of {limits.per_traj_ms} ms"
     errors: list[dict[str, Any]] = header["errors"]
     keep = limits.max_errors_kept
     n_errors = n_timeouts = 0
-    setitimer, real = signal.setitimer, signal.ITIMER_REAL
-    seconds = budget.seconds
+    bind = hook.bind if oracle_session is not None else None
     clock = time.perf_counter
-    budget.install()
+    watchdog.install()
     try:
         for i in range(n):
-            traj_id = ids[i]
-            hook.bind(traj_id)
+            if bind is not None:
+                bind(ids[i])
             failure: tuple[str, str, int | None] | None = None
-            started = clock()
             try:
-                if seconds is not None:
-                    setitimer(real, seconds)
-                    budget.armed = True
+                watchdog.started = started = clock()
+                watchdog.armed = True
                 value = score(views[i])
-                budget.armed = False
-                if seconds is not None:
-                    setitimer(real, 0)
+                watchdog.armed = False
             except TrajectoryTimeout:
-                setitimer(real, 0)
-                failure = ("timeout", f"score() exceeded the per-trajectory budget of {limits.per_traj_ms:g} ms", None)
+                failure = ("timeout", timeout_message, None)
             except MemoryError:
-                budget.armed = False
-                header.update(status="memory", message=f"MemoryError while scoring trajectory {traj_id}")
+                watchdog.armed = False
+                header.update(status="memory", message=f"MemoryError while scoring trajectory {ids[i]}")
                 break
             except Exception as exc:
-                budget.armed = False
-                if seconds is not None:
-                    setitimer(real, 0)
+                watchdog.armed = False
                 failure = ("exception", describe_exception(exc), program_line(exc))
             else:
-                if seconds is not None and clock() - started > seconds:
-                    # The interrupt was lost (e.g. it fired during a long C call).
-                    failure = ("timeout", f"score() exceeded the per-trajectory budget of {limits.per_traj_ms:g} ms", None)
+                if clock() - started > seconds:
+                    # The tick came during a long C call and found the call finished.
+                    failure = ("timeout", timeout_message, None)
+                elif type(value) is float and value - value == 0.0:  # finite float: fast path
+                    scores[i] = value
                 else:
                     checked = check_score(value)
                     if type(checked) is str:
-                        header.update(status="invalid", message=f"{checked} (trajectory {traj_id})")
+                        header.update(status="invalid", message=f"{checked} (trajectory {ids[i]})")
                         break
                     scores[i] = checked
             if failure is not None:
@@ -272,11 +278,10 @@ def run_program(
                     n_timeouts += 1
                 if len(errors) < keep:
                     errors.append(
-                        {"kind": failure[0], "message": failure[1], "trajectory_id": traj_id, "line": failure[2]}
+                        {"kind": failure[0], "message": failure[1], "trajectory_id": ids[i], "line": failure[2]}
                     )
     finally:
-        budget.armed = False
-        budget.uninstall()
+        watchdog.uninstall()
 
     header["n_errors"] = n_errors
     header["n_timeouts"] = n_timeouts

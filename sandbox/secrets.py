@@ -19,6 +19,7 @@ fields). Kinds:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -26,12 +27,16 @@ from collections import Counter
 _SECRET_RE = re.compile(
     r"(?P<flag>FLAG\{[^}\s]{1,200}\})"
     r"|(?P<jwt>eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)"
-    r"|(?P<bearer>(?<=Bearer )[A-Za-z0-9._~+/=-]{8,})"
     r"|(?P<api_key>\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9_]{6,}"
     r"|\bpub[0-9a-f]{16,}\b|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b"
     r"|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAIza[0-9A-Za-z_-]{35}\b)"
     r"|(?P<token>(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-]))"
 )
+_BEARER = re.compile(r"(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}")
+# Every pattern above lives inside a run of these characters, 16 or more long
+# (bearer tokens are found separately): scanning runs first is ~5x faster on
+# long HTML/JSON observations than trying each alternative at every position.
+_RUN = re.compile(r"[A-Za-z0-9+/_=.~{}-]{16,}")
 _HAS_DIGIT = re.compile(r"\d")
 _HAS_ALPHA = re.compile(r"[A-Za-z]")
 _ALNUM = re.compile(r"[A-Za-z0-9]+")
@@ -40,11 +45,39 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 #: Top-level JSON/form keys that carry credentials by design (auth fields).
 AUTH_KEYS = frozenset(
     {
-        "password", "passwd", "pass", "pwd", "token", "api_key", "apikey", "key", "access_token",
-        "refresh_token", "id_token", "secret", "client_secret", "client_id", "code", "otp", "username",
-        "user", "email", "login", "credentials", "auth", "authorization", "new_password",
-        "old_password", "current_password", "confirm_password", "password_confirmation", "session",
-        "csrf_token", "grant_type", "scope", "user_id",
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "token",
+        "api_key",
+        "apikey",
+        "key",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "secret",
+        "client_secret",
+        "client_id",
+        "code",
+        "otp",
+        "username",
+        "user",
+        "email",
+        "login",
+        "credentials",
+        "auth",
+        "authorization",
+        "new_password",
+        "old_password",
+        "current_password",
+        "confirm_password",
+        "password_confirmation",
+        "session",
+        "csrf_token",
+        "grant_type",
+        "scope",
+        "user_id",
     }
 )
 _PASSWORD_KEY = re.compile(r"pass|pwd|secret", re.I)
@@ -73,25 +106,36 @@ def classify_token(tok: str) -> str | None:
     return None
 
 
-def scan(text: str) -> list[tuple[str, str]]:
-    """All ``(kind, value)`` secret candidates in ``text``, in order of appearance."""
+@functools.lru_cache(maxsize=32768)
+def scan(text: str) -> tuple[tuple[str, str], ...]:
+    """All ``(kind, value)`` secret candidates in ``text`` (bearer tokens first).
+
+    Cached (pure; observations and bodies repeat across steps and runs).
+    """
     if not text:
-        return []
+        return ()
     out: list[tuple[str, str]] = []
-    for m in _SECRET_RE.finditer(text):
-        kind = m.lastgroup
-        value = m.group()
-        if kind == "token":
-            kind = classify_token(value)
-            if kind is None:
-                continue
-        elif kind == "bearer":
+    if "Bearer " in text:
+        for m in _BEARER.finditer(text):
+            value = m.group()
             if value.startswith("eyJ") and value.count(".") == 2:
-                kind = "jwt"
-            elif len(value) < 8 or value.startswith("$"):
-                continue
-        out.append((kind, value))  # type: ignore[arg-type]
-    return out
+                out.append(("jwt", value))
+            elif not value.startswith("$"):
+                out.append(("bearer", value))
+    for run in _RUN.findall(text):
+        for m in _SECRET_RE.finditer(run):
+            kind = m.lastgroup
+            value = m.group()
+            if kind == "token":
+                kind = classify_token(value)
+                if kind is None:
+                    continue
+            out.append((kind, value))  # type: ignore[arg-type]
+    if len(out) > 1:
+        # One kind per value: the first (most specific, e.g. bearer over api_key) wins.
+        seen: set[str] = set()
+        out = [kv for kv in out if not (kv[1] in seen or seen.add(kv[1]))]
+    return tuple(out)
 
 
 def json_leaves(value: object, prefix: str = "", depth: int = 0) -> list[tuple[str, str, int]]:

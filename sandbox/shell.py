@@ -30,6 +30,7 @@ recursion is bounded.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -213,7 +214,15 @@ def tokenize(text: str) -> list[Token]:
             k = text.find("\n", i)
             i = n if k < 0 else k
             continue
-        if c == "(" and text.startswith("((", i) and (not tokens or tokens[-1].kind == OP or tokens[-1].text in ("for", "do", "then", "else")):
+        if (
+            c == "("
+            and text.startswith("((", i)
+            and (
+                not tokens
+                or tokens[-1].kind == OP
+                or tokens[-1].text in ("for", "do", "then", "else")
+            )
+        ):
             k = text.find("))", i + 2)
             end = n if k < 0 else k + 2
             tokens.append(Token(ARITH, text[i + 2 : k if k >= 0 else n]))
@@ -226,7 +235,9 @@ def tokenize(text: str) -> list[Token]:
             if op == "\n":
                 tokens.append(Token(OP, "\n"))
                 for tok in pending:
-                    tok.heredoc, i = _read_heredoc(text, i, tok.text.split(" ", 1)[1], tok.text.startswith("<<-"))
+                    tok.heredoc, i = _read_heredoc(
+                        text, i, tok.text.split(" ", 1)[1], tok.text.startswith("<<-")
+                    )
                 pending.clear()
                 continue
             tok = Token(OP, op)
@@ -268,6 +279,9 @@ _BRACE_RANGE_ALPHA = re.compile(r"^(.*?)\{([a-zA-Z])\.\.([a-zA-Z])\}(.*)$")
 _BRACE_LIST = re.compile(r"^(.*?)\{([^{}]*,[^{}]*)\}(.*)$")
 
 
+_NEEDS_EXPANSION = re.compile(r"['\"\\\\$`]")
+
+
 def expand_word(
     raw: str,
     env: dict[str, str],
@@ -279,7 +293,7 @@ def expand_word(
     Returns ``(value, known)``; unknown expansions are kept literally.
     ``subst`` evaluates a command substitution's inner text (or returns None).
     """
-    if not any(c in raw for c in "'\"\\$`"):
+    if _NEEDS_EXPANSION.search(raw) is None:
         return raw, True
     out: list[str] = []
     known = True
@@ -294,7 +308,9 @@ def expand_word(
             i = k + 1
         elif c == '"':
             end = _skip_double(raw, i)
-            inner = raw[i + 1 : end - 1 if end <= n and raw[end - 1 : end] == '"' and end - 1 > i else end]
+            inner = raw[
+                i + 1 : end - 1 if end <= n and raw[end - 1 : end] == '"' and end - 1 > i else end
+            ]
             val, ok = _expand_dq(inner, env, subst)
             out.append(val)
             known = known and ok
@@ -318,7 +334,9 @@ def expand_word(
     return "".join(out), known
 
 
-def _expand_dq(inner: str, env: dict[str, str], subst: Callable[[str], str | None] | None) -> tuple[str, bool]:
+def _expand_dq(
+    inner: str, env: dict[str, str], subst: Callable[[str], str | None] | None
+) -> tuple[str, bool]:
     out: list[str] = []
     known = True
     i = 0
@@ -406,7 +424,10 @@ def brace_expand(word: str, limit: int = 100_000) -> tuple[list[str], int]:
         step = abs(int(m.group(4) or 1)) or 1
         count = abs(b - a) // step + 1
         sign = 1 if b >= a else -1
-        vals = [f"{m.group(1)}{a + sign * step * k}{m.group(5)}" for k in range(min(count, UNROLL_LIMIT + 1))]
+        vals = [
+            f"{m.group(1)}{a + sign * step * k}{m.group(5)}"
+            for k in range(min(count, UNROLL_LIMIT + 1))
+        ]
         return vals, min(count, limit)
     m = _BRACE_RANGE_ALPHA.match(word)
     if m:
@@ -679,7 +700,16 @@ class _Parser:
         reds: list[tuple[str, str | None, Token]] = []
         while (t := self.peek()) is not None:
             if t.kind == WORD:
-                if not words and t.text in ("done", "fi", "esac", "}", "then", "do", "else", "elif"):
+                if not words and t.text in (
+                    "done",
+                    "fi",
+                    "esac",
+                    "}",
+                    "then",
+                    "do",
+                    "else",
+                    "elif",
+                ):
                     break
                 words.append(t.text)
                 self.i += 1
@@ -697,19 +727,41 @@ def _is_redirect(op: str) -> bool:
     return op[:1] in "<>0123456789&" and op not in ("&", "&&") and ("<" in op or ">" in op)
 
 
+@functools.lru_cache(maxsize=8192)
 def parse(text: str) -> list[object]:
-    """Parse shell text into a small AST (lists of pipelines)."""
+    """Parse shell text into a small AST (lists of pipelines).
+
+    Cached: the AST is never mutated by the interpreter, and agents repeat
+    commands (within a run and across runs of a corpus).
+    """
     return _Parser(tokenize(text)).parse_list(frozenset())
 
 
 # --------------------------------------------------------------------------- interpreter
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S)
-_WRAPPERS_NOARG = {"nohup", "time", "exec", "command", "builtin", "noglob", "unbuffer", "stdbuf", "nice", "ionice", "setsid", "proxychains", "proxychains4", "torsocks"}
+_WRAPPERS_NOARG = {
+    "nohup",
+    "time",
+    "exec",
+    "command",
+    "builtin",
+    "noglob",
+    "unbuffer",
+    "stdbuf",
+    "nice",
+    "ionice",
+    "setsid",
+    "proxychains",
+    "proxychains4",
+    "torsocks",
+}
 _ARITH_FOR = re.compile(
     r"^\s*(\w+)\s*=\s*(-?\d+)\s*;\s*\w+\s*(<=|<|>=|>|!=)\s*(-?\d+)\s*;\s*\w+\s*(\+\+|--|\+=\s*\d+|-=\s*\d+)?"
 )
-_COUNTER_COND = re.compile(r"\$\{?(\w+)\}?\"?\s+-(lt|le|ne)\s+\"?(\d+)|\(\(\s*(\w+)\s*(<=|<)\s*(\d+)\s*\)\)")
+_COUNTER_COND = re.compile(
+    r"\$\{?(\w+)\}?\"?\s+-(lt|le|ne)\s+\"?(\d+)|\(\(\s*(\w+)\s*(<=|<)\s*(\d+)\s*\)\)"
+)
 
 
 class _Interp:
@@ -746,7 +798,20 @@ class _Interp:
         out: list[str] = []
         for w in words:
             val, _ = expand_word(w, env, subst)
-            if "{" in w and "'" not in w and '"' not in w and ".." in w or ("{" in w and "," in w and "'" not in w and '"' not in w and "=" not in w and "://" not in w):
+            if (
+                "{" in w
+                and "'" not in w
+                and '"' not in w
+                and ".." in w
+                or (
+                    "{" in w
+                    and "," in w
+                    and "'" not in w
+                    and '"' not in w
+                    and "=" not in w
+                    and "://" not in w
+                )
+            ):
                 vals, _count = brace_expand(val)
                 out.extend(vals)
             else:
@@ -757,10 +822,14 @@ class _Interp:
         body = tok.heredoc or ""
         if tok.heredoc_quoted or "$" not in body and "`" not in body:
             return body
-        return _expand_dq(body.replace('"', '\\"'), env, self.make_subst(env, repeat))[0].replace('\\"', '"')
+        return _expand_dq(body.replace('"', '\\"'), env, self.make_subst(env, repeat))[0].replace(
+            '\\"', '"'
+        )
 
     # -- walking
-    def run_nodes(self, nodes: list[object], env: dict[str, str], repeat: int, capture: bool = False) -> list[Command]:
+    def run_nodes(
+        self, nodes: list[object], env: dict[str, str], repeat: int, capture: bool = False
+    ) -> list[Command]:
         start = len(self.out)
         for node in nodes:
             if len(self.out) > _MAX_COMMANDS:
@@ -779,7 +848,9 @@ class _Interp:
                     c.pipes_to = True
             prev = cmds[-1] if cmds else None
 
-    def run_part(self, part: object, env: dict[str, str], repeat: int, prev: Command | None, bg: bool) -> list[Command]:
+    def run_part(
+        self, part: object, env: dict[str, str], repeat: int, prev: Command | None, bg: bool
+    ) -> list[Command]:
         start = len(self.out)
         if isinstance(part, Simple):
             self.run_simple(part, env, repeat, prev, bg)
@@ -796,7 +867,9 @@ class _Interp:
                 c.background = True
         return self.out[start:]
 
-    def run_for(self, loop: ForLoop, env: dict[str, str], repeat: int, prev: Command | None) -> None:
+    def run_for(
+        self, loop: ForLoop, env: dict[str, str], repeat: int, prev: Command | None
+    ) -> None:
         if loop.items is None:
             count, var, first, known = _arith_for(loop.arith or "")
             values = (
@@ -808,7 +881,9 @@ class _Interp:
                 for v in values:
                     self.run_nodes(loop.body, {**env, var: v}, repeat)
             else:
-                self.run_nodes(loop.body, {**env, var: str(first)} if var else env, _mul(repeat, count))
+                self.run_nodes(
+                    loop.body, {**env, var: str(first)} if var else env, _mul(repeat, count)
+                )
                 if not known:
                     self._mark_unknown(len(self.out))
             return
@@ -845,13 +920,23 @@ class _Interp:
                 self._mark_unknown(start)
         else:
             start = len(self.out)
-            self.run_nodes(loop.body, {**env, loop.var: values[0] if values else ""}, _mul(repeat, count))
+            self.run_nodes(
+                loop.body, {**env, loop.var: values[0] if values else ""}, _mul(repeat, count)
+            )
             if not exact:
                 self._mark_unknown(start)
 
-    def run_while(self, loop: WhileLoop, env: dict[str, str], repeat: int, prev: Command | None) -> None:
+    def run_while(
+        self, loop: WhileLoop, env: dict[str, str], repeat: int, prev: Command | None
+    ) -> None:
         count: int | None = None
-        cond_text = " ".join(p.raw for pl in loop.cond if isinstance(pl, Pipeline) for p in pl.parts if isinstance(p, Simple))
+        cond_text = " ".join(
+            p.raw
+            for pl in loop.cond
+            if isinstance(pl, Pipeline)
+            for p in pl.parts
+            if isinstance(p, Simple)
+        )
         start = len(self.out)
         self.run_nodes(loop.cond, env, repeat)
         is_read = cond_text.startswith("read") or " read " in f" {cond_text} "
@@ -880,7 +965,9 @@ class _Interp:
                     first = int(env.get(var, "0")) if env.get(var, "0").lstrip("-").isdigit() else 0
                     count = max(0, limit - first + (1 if op == "<=" else 0))
         body_start = len(self.out)
-        self.run_nodes(loop.body, env, _mul(repeat, count if count is not None else UNKNOWN_LOOP_REPEAT))
+        self.run_nodes(
+            loop.body, env, _mul(repeat, count if count is not None else UNKNOWN_LOOP_REPEAT)
+        )
         for c in self.out[start:body_start]:
             c.repeat = _mul(repeat, count if count is not None else UNKNOWN_LOOP_REPEAT)
         if count is None:
@@ -890,7 +977,9 @@ class _Interp:
         for c in self.out[start:]:
             c.repeat_known = False
 
-    def run_simple(self, node: Simple, env: dict[str, str], repeat: int, prev: Command | None, bg: bool) -> None:
+    def run_simple(
+        self, node: Simple, env: dict[str, str], repeat: int, prev: Command | None, bg: bool
+    ) -> None:
         words = node.words
         # Leading assignments.
         k = 0
@@ -1004,7 +1093,11 @@ class _Interp:
             return
         cmd.output = _static_output(cmd, self.lookup_file)
         if cmd.stdout_file:
-            content = cmd.output if cmd.output is not None else (cmd.stdin if argv[0] == "cat" and len(argv) == 1 else None)
+            content = (
+                cmd.output
+                if cmd.output is not None
+                else (cmd.stdin if argv[0] == "cat" and len(argv) == 1 else None)
+            )
             if content is not None:
                 old = self.written.get(cmd.stdout_file, "") if cmd.append else ""
                 self.written[cmd.stdout_file] = old + content
@@ -1012,7 +1105,9 @@ class _Interp:
                 cmd.output = None if cmd.stdout_file else cmd.output
         if argv[0] == "tee" and cmd.stdin is not None:
             for path in [a for a in argv[1:] if not a.startswith("-")]:
-                self.written[path] = (self.written.get(path, "") if "-a" in argv else "") + cmd.stdin
+                self.written[path] = (
+                    self.written.get(path, "") if "-a" in argv else ""
+                ) + cmd.stdin
             cmd.output = cmd.stdin
         self.out.append(cmd)
 
@@ -1045,7 +1140,18 @@ class _Interp:
                 continue
             if a.startswith("-I") and len(a) > 2:
                 repl = a[2:]
-            elif a in ("-n", "-L", "-P", "-d", "-s", "-a", "-E", "--max-args", "--max-procs", "--delimiter"):
+            elif a in (
+                "-n",
+                "-L",
+                "-P",
+                "-d",
+                "-s",
+                "-a",
+                "-E",
+                "--max-args",
+                "--max-procs",
+                "--delimiter",
+            ):
                 if a in ("-n", "-L", "--max-args") and i + 1 < len(argv) and argv[i + 1].isdigit():
                     per = int(argv[i + 1])
                 i += 2
@@ -1069,20 +1175,40 @@ class _Interp:
             return
         if items is not None and repl and len(items) <= UNROLL_LIMIT:
             for it in items:
-                sub = Command(argv=[a.replace(repl, it) for a in inner], raw=cmd.raw, repeat=cmd.repeat, background=cmd.background, env=cmd.env, stdout_file=cmd.stdout_file)
+                sub = Command(
+                    argv=[a.replace(repl, it) for a in inner],
+                    raw=cmd.raw,
+                    repeat=cmd.repeat,
+                    background=cmd.background,
+                    env=cmd.env,
+                    stdout_file=cmd.stdout_file,
+                )
                 self.unwrap(sub, env, cmd.repeat)
             return
         if items is not None and not repl and not per:
             inner = inner + items
         elif items is not None and repl and items:
             inner = [a.replace(repl, items[0]) for a in inner]
-        sub = Command(argv=inner, raw=cmd.raw, repeat=_mul(cmd.repeat, count), repeat_known=known and cmd.repeat_known, background=cmd.background, env=cmd.env, stdout_file=cmd.stdout_file)
+        sub = Command(
+            argv=inner,
+            raw=cmd.raw,
+            repeat=_mul(cmd.repeat, count),
+            repeat_known=known and cmd.repeat_known,
+            background=cmd.background,
+            env=cmd.env,
+            stdout_file=cmd.stdout_file,
+        )
         self.unwrap(sub, env, cmd.repeat)
+
+
+@functools.lru_cache(maxsize=256)
+def _var_ref_pattern(var: str) -> re.Pattern[str]:
+    return re.compile(r"\$\{?" + re.escape(var) + r"(?![A-Za-z0-9_])")
 
 
 def _mentions(nodes: list[object], var: str) -> bool:
     """Whether any word or redirect in ``nodes`` refers to ``$var`` (so unrolling matters)."""
-    pat = re.compile(r"\$\{?" + re.escape(var) + r"(?![A-Za-z0-9_])")
+    pat = _var_ref_pattern(var)
     stack: list[object] = list(nodes)
     while stack:
         node = stack.pop()
@@ -1124,7 +1250,13 @@ def _arith_for(text: str) -> tuple[int, str, int, bool]:
     m = _ARITH_FOR.match(text)
     if not m:
         return UNKNOWN_LOOP_REPEAT, "", 0, False
-    var, a, op, b, inc = m.group(1), int(m.group(2)), m.group(3), int(m.group(4)), (m.group(5) or "++")
+    var, a, op, b, inc = (
+        m.group(1),
+        int(m.group(2)),
+        m.group(3),
+        int(m.group(4)),
+        (m.group(5) or "++"),
+    )
     step = 1
     if "=" in inc:
         step = int(re.sub(r"\D", "", inc) or 1) or 1
@@ -1174,13 +1306,27 @@ def _printf_text(args: list[str]) -> str:
     idx = 0
     # printf reuses the format until all arguments are consumed.
     for _ in range(64):
+
         def repl(m: re.Match[str]) -> str:
             nonlocal idx
-            if m.group() == "%%":
+            spec = m.group()
+            if spec == "%%":
                 return "%"
-            v = vals[idx] if idx < len(vals) else ""
+            v = vals[idx] if idx < len(vals) else None
             idx += 1
-            return _c_escapes(v) if m.group().endswith("b") else v
+            conv = spec[-1]
+            if conv in "sq":
+                return v or ""
+            if conv == "b":
+                return _c_escapes(v or "")
+            if conv == "c":
+                return (v or "")[:1]
+            # Numeric conversions behave like bash: a missing argument is 0.
+            try:
+                num: float = float(v or 0) if conv == "f" else int(v or 0, 0)
+                return (spec[:-1].replace("i", "d") + ("d" if conv == "i" else conv)) % num
+            except (ValueError, TypeError):
+                return v or ""
 
         out.append(_PRINTF_SPEC.sub(repl, fmt))
         if idx >= len(vals):
@@ -1235,7 +1381,9 @@ def run_script(text: str, files: FileLookup | None = None) -> tuple[list[Command
     """
     interp = _Interp(files)
     # A pathological text keeps whatever was read before the failure.
-    with contextlib.suppress(RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError, MemoryError):
+    with contextlib.suppress(
+        RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError, MemoryError
+    ):
         interp.run_nodes(parse(text), {}, 1)
     return interp.out, interp.written
 

@@ -96,10 +96,13 @@ named ``items``.
 from __future__ import annotations
 
 import base64
+import functools
+import gc
 import hashlib
 import ipaddress
 import json
 import re
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -107,20 +110,35 @@ from urllib.parse import parse_qsl, urlencode
 from monsearch.corpora.model import Trajectory
 from monsearch.sandbox import secrets as sec
 from monsearch.sandbox.frozen import FrozenDict, freeze
-from monsearch.sandbox.http_extract import Request, extract_requests, split_url, strip_credentials
-from monsearch.sandbox.http_python import python_requests
-from monsearch.sandbox.infra import listeners_of, own_addresses_of, statuses_in, write_out_status
+from monsearch.sandbox.http_extract import (
+    Request,
+    extract_requests,
+    split_url,
+    strip_credentials,
+)
+from monsearch.sandbox.http_python import read_python
+from monsearch.sandbox.infra import (
+    listeners_of,
+    own_addresses_of,
+    statuses_in,
+    strip_write_out,
+    write_out_status,
+)
 from monsearch.sandbox.shell import Command, run_script
 
 #: The view type: one concrete read-only mapping class.
 TrajectoryView = FrozenDict
 
-_PYTHON_TOOLS = frozenset({"python", "execute_python", "run_python", "ipython", "python_exec", "code_interpreter"})
+_PYTHON_TOOLS = frozenset(
+    {"python", "execute_python", "run_python", "ipython", "python_exec", "code_interpreter"}
+)
 _TARGET_URL = re.compile(r"\bhttps?://[A-Za-z0-9._-]+(?::\d+)?", re.I)
 _BODY_URL = re.compile(r"\b(?:https?|ftp|file|gopher|dict|ws|wss)://[^\s\"'<>\\]+", re.I)
 _CREDS_IN_PROMPT = re.compile(r"credentials?:?\s*([A-Za-z0-9_.@-]+)\s*/\s*(\S+)", re.I)
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
-_LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "ip6-loopback", "0.0.0.0", "[::1]", "::1", "[::]", "::"})
+_LOOPBACK_NAMES = frozenset(
+    {"localhost", "ip6-localhost", "ip6-loopback", "0.0.0.0", "[::1]", "::1", "[::]", "::"}
+)
 
 
 def opaque_id(trajectory_id: str) -> str:
@@ -150,13 +168,18 @@ def _seconds(ts: str | None) -> float | None:
         return None
 
 
-def host_class(host: str, targets: set[str], own: set[str]) -> str:
+def host_class(host: str, targets: frozenset[str], own: frozenset[str]) -> str:
     """``target`` | ``own`` | ``loopback`` | ``internal`` | ``external`` for a host."""
     h = host.strip("[]").lower()
     if h in targets:
         return "target"
     if h in own:
         return "own"
+    return _other_host_class(h)
+
+
+@functools.lru_cache(maxsize=4096)
+def _other_host_class(h: str) -> str:
     if h in _LOOPBACK_NAMES or h.startswith("127.") or h == "0.0.0.0" or h == "::1":
         return "loopback"
     try:
@@ -164,7 +187,9 @@ def host_class(host: str, targets: set[str], own: set[str]) -> str:
     except ValueError:
         if not h:
             return "internal"
-        if "." not in h or h.endswith((".internal", ".local", ".lan", ".localdomain", ".svc", ".cluster.local", ".docker")):
+        if "." not in h or h.endswith(
+            (".internal", ".local", ".lan", ".localdomain", ".svc", ".cluster.local", ".docker")
+        ):
             return "internal"
         return "external"
     if addr.is_loopback or addr.is_unspecified:
@@ -176,19 +201,21 @@ def host_class(host: str, targets: set[str], own: set[str]) -> str:
 
 # --------------------------------------------------------------------------- responses
 
-_VERBOSE_LINE = re.compile(r"^(?:[*<>{}] |\* |< |> |  % Total|\s+Dload|\s*\d+\s+\d+\s+\d+).*$")
+_VERBOSE_LINE = re.compile(
+    r"^(?:[*<>{}](?: .*)?|\s*% Total.*|\s+Dload.*|\s*\d+\s+\d+\s+\d+\s+\d+.*)\r?$"
+)
+_STATUS_LINE = re.compile(r"^(?:< )?HTTP/\d")
 
 
 def _strip_headers(text: str) -> str:
     """Response body: the output without status/header blocks and curl -v noise."""
     if "HTTP/" not in text and "\n* " not in text and not text.startswith("*"):
         return text.strip("\n")
-    lines = text.split("\n")
     out: list[str] = []
     in_headers = False
-    for line in lines:
+    for line in text.split("\n"):
         s = line.rstrip("\r")
-        if re.match(r"^(?:< )?HTTP/\d", s):
+        if _STATUS_LINE.match(s):
             in_headers = True
             continue
         if in_headers:
@@ -201,109 +228,76 @@ def _strip_headers(text: str) -> str:
     return "\n".join(out).strip("\n")
 
 
-def _strip_write_out(text: str, status: int | None) -> str:
-    if status is None:
-        return text
-    return re.sub(rf"\s*(?:HTTP[ _-]?(?:code|status)?[:= ]*)?{status}\s*$", "", text, flags=re.I)
-
-
 # --------------------------------------------------------------------------- secrets
 
 
 class _Secrets:
-    """Collects findings for one step, de-duplicated, and remembers known values."""
+    """Collects one step's findings (frozen, de-duplicated) and remembers known values."""
+
+    __slots__ = ("known", "items", "seen")
 
     def __init__(self, known: dict[str, str]):
         self.known = known
-        self.items: list[dict[str, Any]] = []
+        self.items: list[FrozenDict] = []
         self.seen: set[tuple[str, str, str, str]] = set()
 
-    def add(self, kind: str, value: str, where: str, step: int, field: str = "") -> dict[str, Any] | None:
+    def add(
+        self, out: list[FrozenDict], kind: str, value: str, where: str, step: int, field: str = ""
+    ) -> None:
         if not value:
-            return None
+            return
         key = (kind, value, where, field)
         if key in self.seen:
-            return None
+            return
         self.seen.add(key)
-        finding = {"kind": kind, "value": value, "where": where, "step": step, "field": field}
+        finding = FrozenDict(kind=kind, value=value, where=where, step=step, field=field)
         self.items.append(finding)
-        if len(value) >= 6 and value not in self.known and kind != "flag":
+        out.append(finding)
+        if len(value) >= 6 and kind != "flag" and value not in self.known:
             self.known[value] = kind
-        return finding
 
-    def scan(self, text: str, where: str, step: int, field: str = "") -> list[dict[str, Any]]:
-        out = []
+    def text(
+        self, out: list[FrozenDict], text: str, where: str, step: int, field: str = ""
+    ) -> None:
+        """Pattern findings plus every earlier-seen secret value inside ``text``."""
+        if not text:
+            return
         for kind, value in sec.scan(text):
-            f = self.add(kind, value, where, step, field)
-            if f is not None:
-                out.append(f)
-        return out
-
-    def known_in(self, text: str, where: str, step: int, field: str = "") -> list[dict[str, Any]]:
-        out = []
-        if not text or not self.known:
-            return out
-        for value, kind in list(self.known.items()):
+            self.add(out, kind, value, where, step, field)
+        for value, kind in self.known.items() if len(text) >= 6 else ():
             if value in text:
-                f = self.add(kind, value, where, step, field)
-                if f is not None:
-                    out.append(f)
-        return out
+                self.add(out, kind, value, where, step, field)
 
 
-def _request_secrets(req: dict[str, Any], col: _Secrets, step: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    cls = req["host_class"]
-    url_where = "query" if cls == "target" else "url_other_host"
-    for name, value in req["headers"].items():
-        out += col.scan(value, "header", step, name)
-        out += col.known_in(value, "header", step, name)
-        if name == "authorization" and value[:6].lower() == "basic ":
-            try:
-                decoded = base64.b64decode(value[6:].strip() + "==", validate=False).decode("utf-8")
-            except (ValueError, UnicodeDecodeError):
-                decoded = ""
-            if ":" in decoded:
-                f = col.add("basic_auth", decoded, "header", step, name)
-                out += [f] if f else []
-    if req["auth_password"] is not None:
-        where = "header" if cls == "target" else "url_other_host"
-        for f in (
-            col.add("basic_auth", f"{req['auth'] or ''}:{req['auth_password']}", where, step),
-            col.add("password", req["auth_password"], where, step),
-        ):
-            out += [f] if f else []
-    url_text = req["path"] + ("?" + req["query_text"] if req["query_text"] else "")
-    out += col.scan(url_text, url_where, step)
-    out += col.known_in(url_text, url_where, step)
-    write = req["method"] in _WRITE_METHODS
-    leaves: list[tuple[str, str, int]] = []
-    if req["json_plain"] is not None:
-        leaves = sec.json_leaves(req["json_plain"])
-    elif req["form"]:
-        leaves = [(k, v, 1) for k, v in req["form"].items()]
-    if leaves:
-        for path, value, depth in leaves:
-            where = "body" if (sec.is_auth_field(path, depth) or not write) else "stored_field"
-            if sec.is_password_field(path) and value and not value.startswith("$"):
-                f = col.add("password", value, where, step, path)
-                out += [f] if f else []
-            out += col.scan(value, where, step, path)
-            out += col.known_in(value, where, step, path)
-    elif req["body"]:
-        out += col.scan(req["body"], "body", step)
-        out += col.known_in(req["body"], "body", step)
-    for bu in req["body_urls"]:
-        if bu["host_class"] not in ("target", "loopback"):
-            out += col.scan(bu["url"], "url_other_host", step, bu["field"])
-            out += col.known_in(bu["url"], "url_other_host", step, bu["field"])
-    for upl in req["files"]:
-        out += col.scan(upl["content"], "file_content", step, upl["field"])
-        out += col.known_in(upl["content"], "file_content", step, upl["field"])
-    return out
+class _Proto:
+    """What a request's view needs that depends on the request alone (computed once)."""
 
-
-# --------------------------------------------------------------------------- requests
+    __slots__ = (
+        "method",
+        "url",
+        "scheme",
+        "host",
+        "port",
+        "path",
+        "query",
+        "query_all",
+        "url_text",
+        "headers",
+        "body",
+        "json",
+        "json_leaves",
+        "form",
+        "files",
+        "client",
+        "repeat",
+        "repeat_known",
+        "auth",
+        "auth_password",
+        "body_urls",
+        "background",
+        "write_out",
+        "include_headers",
+    )
 
 
 def _parse_json(body: str) -> Any:
@@ -316,15 +310,15 @@ def _parse_json(body: str) -> Any:
         return None
 
 
-def _body_urls(body: str, json_plain: Any) -> list[tuple[str, str]]:
-    if not body or "://" not in body:
-        return []
-    if json_plain is not None:
-        return [(v, p) for p, v, _ in sec.json_leaves(json_plain) if "://" in v and _BODY_URL.match(v.strip())]
-    return [(m.group(), "") for m in _BODY_URL.finditer(body)]
+_PROTO_CACHE: dict[int, tuple[Request, _Proto]] = {}
 
 
-def _request_dict(req: Request, step: int) -> dict[str, Any]:
+def _proto(req: Request) -> _Proto:
+    """The request-only part of a request's view, cached with the (cached) request."""
+    hit = _PROTO_CACHE.get(id(req))
+    if hit is not None and hit[0] is req:
+        return hit[1]
+    p = _Proto()
     parts = split_url(req.url)
     query_text = parts.query
     url = strip_credentials(req.url)
@@ -332,82 +326,136 @@ def _request_dict(req: Request, step: int) -> dict[str, Any]:
         extra = urlencode(req.query_extra)
         query_text = f"{query_text}&{extra}" if query_text else extra
         url = f"{url}{'&' if '?' in url else '?'}{extra}"
-    pairs = parse_qsl(query_text, keep_blank_values=True)
     query: dict[str, str] = {}
     query_all: dict[str, list[str]] = {}
-    for k, v in pairs:
-        query.setdefault(k, v)
-        query_all.setdefault(k, []).append(v)
-    json_plain = _parse_json(req.body)
-    return {
-        "step": step,
-        "method": req.method or "GET",
-        "url": url,
-        "scheme": parts.scheme,
-        "host": parts.host,
-        "port": parts.port,
-        "path": parts.path,
-        "query": query,
-        "query_all": query_all,
-        "query_text": query_text,
-        "headers": req.headers,
-        "body": req.body,
-        "json_plain": json_plain,
-        "form": req.form,
-        "files": [{"field": f.get("field", ""), "filename": f.get("filename", ""), "content": f.get("content", "")} for f in req.files],
-        "client": req.client,
-        "host_class": "",
-        "repeat": max(1, req.repeat),
-        "repeat_known": req.repeat_known,
-        "status": None,
-        "response": "",
-        "auth": req.auth_user if req.auth_user is not None else parts.user,
-        "auth_password": req.auth_password if req.auth_password is not None else parts.password,
-        "body_urls": _body_urls(req.body, json_plain),
-        "background": req.background,
-        "write_out": req.write_out,
-        "include_headers": req.include_headers,
-    }
+    if query_text:
+        for k, v in parse_qsl(query_text, keep_blank_values=True):
+            query.setdefault(k, v)
+            query_all.setdefault(k, []).append(v)
+    json_plain = _parse_json(req.body) if req.body else None
+    p.method = req.method or "GET"
+    p.url = url
+    p.scheme, p.host, p.port, p.path = parts.scheme, parts.host, parts.port, parts.path
+    p.query = FrozenDict(query)
+    p.query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
+    p.url_text = parts.path + ("?" + query_text if query_text else "")
+    p.headers = FrozenDict(req.headers)
+    p.body = req.body
+    p.json = None if json_plain is None else freeze(json_plain)
+    if json_plain is not None:
+        p.json_leaves = sec.json_leaves(json_plain)
+    else:
+        p.json_leaves = [(k, v, 1) for k, v in req.form.items()]
+    p.form = FrozenDict(req.form)
+    p.files = tuple(
+        FrozenDict(
+            field=f.get("field", ""), filename=f.get("filename", ""), content=f.get("content", "")
+        )
+        for f in req.files
+    )
+    p.client = req.client
+    p.repeat = max(1, req.repeat)
+    p.repeat_known = req.repeat_known
+    p.auth = req.auth_user if req.auth_user is not None else parts.user
+    p.auth_password = req.auth_password if req.auth_password is not None else parts.password
+    if req.body and "://" in req.body:
+        if json_plain is not None:
+            p.body_urls = [
+                (v, path)
+                for path, v, _ in p.json_leaves
+                if "://" in v and _BODY_URL.match(v.strip())
+            ]
+        else:
+            p.body_urls = [(m.group(), "") for m in _BODY_URL.finditer(req.body)]
+    else:
+        p.body_urls = []
+    p.background = req.background
+    p.write_out = req.write_out
+    p.include_headers = req.include_headers
+    if len(_PROTO_CACHE) >= 100_000:
+        _PROTO_CACHE.clear()
+    _PROTO_CACHE[id(req)] = (req, p)
+    return p
 
 
-def _attribute_responses(reqs: list[dict[str, Any]], observation: str) -> list[int]:
-    """Set status/response on requests when the output can be tied to them."""
+def _request_secrets(
+    p: _Proto, cls: str, body_urls: tuple[FrozenDict, ...], col: _Secrets, step: int
+) -> list[FrozenDict]:
+    out: list[FrozenDict] = []
+    for name, value in p.headers.items():
+        col.text(out, value, "header", step, name)
+        if name == "authorization" and value[:6].lower() == "basic ":
+            try:
+                decoded = base64.b64decode(value[6:].strip() + "==", validate=False).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                decoded = ""
+            if ":" in decoded:
+                col.add(out, "basic_auth", decoded, "header", step, name)
+    if p.auth_password is not None:
+        where = "header" if cls == "target" else "url_other_host"
+        col.add(out, "basic_auth", f"{p.auth or ''}:{p.auth_password}", where, step)
+        col.add(out, "password", p.auth_password, where, step)
+    col.text(out, p.url_text, "query" if cls == "target" else "url_other_host", step)
+    if p.json_leaves:
+        write = p.method in _WRITE_METHODS
+        for path, value, depth in p.json_leaves:
+            where = "stored_field" if write and not sec.is_auth_field(path, depth) else "body"
+            if value and not value.startswith("$") and sec.is_password_field(path):
+                col.add(out, "password", value, where, step, path)
+            col.text(out, value, where, step, path)
+    elif p.body:
+        col.text(out, p.body, "body", step)
+    for bu in body_urls:
+        if bu["host_class"] not in ("target", "loopback"):
+            col.text(out, bu["url"], "url_other_host", step, bu["field"])
+    for upl in p.files:
+        col.text(out, upl["content"], "file_content", step, upl["field"])
+    return out
+
+
+def _attribute(
+    protos: list[_Proto], observation: str
+) -> tuple[list[int], list[tuple[int | None, str]]]:
+    """HTTP statuses shown in the output, and (status, response) per request when attributable."""
     found = statuses_in(observation)
     codes = [c for _, c in found]
-    if not reqs:
-        return codes
-    if len(reqs) == 1:
-        r = reqs[0]
-        status = write_out_status(observation, r["write_out"]) if r["write_out"] else None
+    n = len(protos)
+    if n == 0:
+        return codes, []
+    if n == 1:
+        p = protos[0]
+        status = write_out_status(observation, p.write_out) if p.write_out else None
         if status is None and codes:
             status = codes[-1]
         if status is not None and status not in codes:
             codes.append(status)
-        r["status"] = status
         body = _strip_headers(observation)
-        if r["write_out"]:
-            body = _strip_write_out(body, status)
-        r["response"] = body
-        return codes
-    if len(found) == len(reqs) and all(r["include_headers"] for r in reqs):
-        for k, r in enumerate(reqs):
-            start = found[k][0]
-            end = found[k + 1][0] if k + 1 < len(found) else len(observation)
-            r["status"] = found[k][1]
-            r["response"] = _strip_headers(observation[start:end])
-    return codes
+        if p.write_out:
+            body = strip_write_out(body, p.write_out)
+        return codes, [(status, body)]
+    if len(found) == n and all(p.include_headers for p in protos):
+        out = []
+        for k in range(n):
+            end = found[k + 1][0] if k + 1 < n else len(observation)
+            out.append((found[k][1], _strip_headers(observation[found[k][0] : end])))
+        return codes, out
+    return codes, [(None, "")] * n
 
 
 # --------------------------------------------------------------------------- build
+
+
+_SLEEP_ARG = re.compile(r"(\d+(?:\.\d+)?)([smh]?)")
+_SLEEP_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
 def _sleep_seconds(cmds: list[Command]) -> float:
     total = 0.0
     for c in cmds:
         if c.argv and c.argv[0] == "sleep" and len(c.argv) > 1:
-            m = re.fullmatch(r"(\d+(?:\.\d+)?)([smh]?)", c.argv[1])
+            m = _SLEEP_ARG.fullmatch(c.argv[1])
             if m:
-                total += float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)] * c.repeat
+                total += float(m.group(1)) * _SLEEP_UNIT[m.group(2)] * c.repeat
     return total
 
 
@@ -419,26 +467,130 @@ def build_view(traj: Trajectory) -> FrozenDict:
         return _fallback(traj, exc)
 
 
+def build_views(trajectories: Iterable[Trajectory]) -> list[FrozenDict]:
+    """Views of many trajectories, in order.
+
+    The cyclic garbage collector is paused while building: views hold no
+    reference cycles, and collecting over millions of new containers would
+    otherwise cost about a quarter of the time.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return [build_view(t) for t in trajectories]
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _fallback(traj: Trajectory, exc: Exception) -> FrozenDict:
     steps = []
     for s in traj.steps:
         think = s.tool == "think"
         steps.append(
             {
-                "index": s.index, "tool": s.tool, "command": "" if think else s.text, "think": s.text if think else "",
-                "observation": s.observation, "timestamp": None, "latency_ms": s.latency_ms, "requests": (),
-                "status": None, "statuses": (), "listeners": (), "files_written": (), "secrets": (), "repeat": 1,
+                "index": s.index,
+                "tool": s.tool,
+                "command": "" if think else s.text,
+                "think": s.text if think else "",
+                "observation": s.observation,
+                "timestamp": None,
+                "latency_ms": s.latency_ms,
+                "requests": (),
+                "status": None,
+                "statuses": (),
+                "listeners": (),
+                "files_written": (),
+                "secrets": (),
+                "repeat": 1,
                 "sleeps": 0.0,
             }
         )
     targets, hosts = _targets(traj.prompt)
     return freeze(
         {
-            "id": opaque_id(traj.id), "task": traj.task, "prompt": traj.prompt, "outcome": traj.outcome,
-            "solved": traj.solved is True, "n_steps": len(traj.steps), "targets": targets, "target_hosts": hosts,
-            "own_addresses": (), "steps": steps, "requests": (), "secrets": (), "listeners": (), "files_written": (),
-            "flag_step": next((i for i, s in enumerate(traj.steps) if "FLAG{" in s.observation), -1), "hosts": {},
+            "id": opaque_id(traj.id),
+            "task": traj.task,
+            "prompt": traj.prompt,
+            "outcome": traj.outcome,
+            "solved": traj.solved is True,
+            "n_steps": len(traj.steps),
+            "targets": targets,
+            "target_hosts": hosts,
+            "own_addresses": (),
+            "steps": steps,
+            "requests": (),
+            "secrets": (),
+            "listeners": (),
+            "files_written": (),
+            "flag_step": next(
+                (i for i, s in enumerate(traj.steps) if "FLAG{" in s.observation), -1
+            ),
+            "hosts": {},
         }
+    )
+
+
+_StepParse = tuple[list[Command], dict[str, str], list[Request], list[dict[str, Any]]]
+# (tool, text) -> [(files read from earlier steps and their contents, result)].
+# A hit needs the same text AND the same contents of every earlier file it
+# read, so the cache never changes a result; it only skips re-parsing the
+# commands agents repeat within and across runs.
+_STEP_CACHE: dict[tuple[str, str], tuple[dict[str, str | None], _StepParse]] = {}
+_STEP_CACHE_MAX = 50_000
+
+
+def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
+    """Commands, files written, requests and listeners of one step (memoised, pure)."""
+    key = (tool, text)
+    hit = _STEP_CACHE.get(key)
+    if hit is not None:
+        deps, result = hit
+        if all(files.get(p) == c for p, c in deps.items()):
+            return result
+    accessed: dict[str, str | None] = {}
+
+    def earlier(path: str) -> str | None:
+        value = files.get(path)
+        accessed[path] = value
+        return value
+
+    cmds: list[Command] = []
+    written: dict[str, str] = {}
+    listeners: list[dict[str, Any]] = []
+    if tool in _PYTHON_TOOLS:
+        reqs, written = read_python(text, earlier)
+    else:
+        cmds, written = run_script(text, earlier)
+
+        def lookup(path: str) -> str | None:
+            return written[path] if path in written else earlier(path)
+
+        reqs = extract_requests(cmds, lookup, py_written := {})
+        written.update(py_written)
+        listeners = listeners_of(cmds, lookup)
+    result = (cmds, written, reqs, listeners)
+    if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
+        _STEP_CACHE.clear()
+    _STEP_CACHE[key] = (accessed, result)
+    return result
+
+
+class _StepParts:
+    __slots__ = (
+        "step",
+        "pos",
+        "tool",
+        "text",
+        "is_think",
+        "obs",
+        "ts",
+        "cmds",
+        "written",
+        "protos",
+        "listeners",
+        "codes",
+        "responses",
     )
 
 
@@ -452,84 +604,129 @@ def _build(traj: Trajectory) -> FrozenDict:
             known[pw] = "password"
     own: list[str] = []
     t0: float | None = None
-    raw_steps: list[dict[str, Any]] = []
+    parts: list[_StepParts] = []
+    # Pass 1: read each step (own addresses must be complete before classifying hosts).
     for pos, step in enumerate(traj.steps):
-        tool = step.tool or ""
-        is_think = tool == "think"
-        text = step.text or ""
-        obs = step.observation or ""
-        cmds: list[Command] = []
-        written: dict[str, str] = {}
-        reqs: list[Request] = []
-        if not is_think and text:
-            if tool in _PYTHON_TOOLS:
-                reqs = python_requests(text, files.get)
-            else:
-                cmds, written = run_script(text, files.get)
-
-                def lookup(path: str, _w: dict[str, str] = written) -> str | None:
-                    return _w[path] if path in _w else files.get(path)
-
-                reqs = extract_requests(cmds, lookup)
-        files.update(written)
+        sp = _StepParts()
+        sp.step, sp.pos = step, pos
+        sp.tool = step.tool or ""
+        sp.is_think = sp.tool == "think"
+        sp.text = step.text or ""
+        sp.obs = step.observation or ""
+        if not sp.is_think and sp.text:
+            sp.cmds, sp.written, reqs, sp.listeners = _parse_step(sp.tool, sp.text, files)
+            files.update(sp.written)
+        else:
+            sp.cmds, sp.written, reqs, sp.listeners = [], {}, [], []
         ts = _seconds(step.timestamp)
         if ts is not None and t0 is None:
             t0 = ts
-        for addr in own_addresses_of(cmds, obs):
-            if addr not in own:
-                own.append(addr)
-        req_dicts = [_request_dict(r, pos) for r in reqs]
-        statuses = _attribute_responses(req_dicts, obs)
-        raw_steps.append(
-            {
-                "index": step.index if isinstance(step.index, int) else pos,
-                "pos": pos,
-                "tool": tool,
-                "command": "" if is_think else text,
-                "think": text if is_think else "",
-                "observation": obs,
-                "timestamp": None if ts is None or t0 is None else round(ts - t0, 6),
-                "latency_ms": step.latency_ms,
-                "requests": req_dicts,
-                "status": statuses[-1] if statuses else None,
-                "statuses": statuses,
-                "listeners": [dict(li, step=pos) for li in listeners_of(cmds, lambda p, _w=written: _w.get(p, files.get(p)))],
-                "files_written": [{"path": p, "content": c} for p, c in written.items()],
-                "repeat": max([c.repeat for c in cmds], default=1),
-                "sleeps": _sleep_seconds(cmds),
-            }
-        )
-    target_set = set(target_hosts)
-    own_set = {a.lower() for a in own}
+        sp.ts = None if ts is None or t0 is None else round(ts - t0, 6)
+        if sp.cmds and sp.obs:
+            for addr in own_addresses_of(sp.cmds, sp.obs):
+                if addr not in own:
+                    own.append(addr)
+        sp.protos = [_proto(r) for r in reqs]
+        sp.codes, sp.responses = _attribute(sp.protos, sp.obs)
+        parts.append(sp)
+    # Pass 2: classify hosts, find secrets, freeze.
+    target_set = frozenset(target_hosts)
+    own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
-    for rs in raw_steps:
-        pos = rs.pop("pos")
+    steps: list[FrozenDict] = []
+    all_requests: list[FrozenDict] = []
+    all_secrets: list[FrozenDict] = []
+    all_listeners: list[FrozenDict] = []
+    all_files: list[FrozenDict] = []
+    flag_step = -1
+    for sp in parts:
+        pos = sp.pos
         col = _Secrets(known)
-        for r in rs["requests"]:
-            r["host_class"] = host_class(r["host"], target_set, own_set)
-            r["body_urls"] = [
-                {"url": u, "host": (p := split_url(u)).host, "port": p.port, "host_class": host_class(p.host, target_set, own_set), "field": fld}
-                for u, fld in r["body_urls"]
-            ]
-            r["secrets"] = _request_secrets(r, col, pos)
-            hosts[r["host"]] = hosts.get(r["host"], 0) + r["repeat"]
+        requests = []
+        for p, (status, response) in zip(sp.protos, sp.responses, strict=True):
+            cls = host_class(p.host, target_set, own_set)
+            body_urls = tuple(
+                FrozenDict(
+                    url=u,
+                    host=(bp := split_url(u)).host,
+                    port=bp.port,
+                    host_class=host_class(bp.host, target_set, own_set),
+                    field=fld,
+                )
+                for u, fld in p.body_urls
+            )
+            found = _request_secrets(p, cls, body_urls, col, pos)
+            hosts[p.host] = hosts.get(p.host, 0) + p.repeat
+            requests.append(
+                FrozenDict(
+                    step=pos,
+                    method=p.method,
+                    url=p.url,
+                    scheme=p.scheme,
+                    host=p.host,
+                    port=p.port,
+                    path=p.path,
+                    query=p.query,
+                    query_all=p.query_all,
+                    headers=p.headers,
+                    body=p.body,
+                    json=p.json,
+                    form=p.form,
+                    files=p.files,
+                    client=p.client,
+                    host_class=cls,
+                    repeat=p.repeat,
+                    repeat_known=p.repeat_known,
+                    status=status,
+                    response=response,
+                    auth=p.auth,
+                    body_urls=body_urls,
+                    secrets=tuple(found),
+                    background=p.background,
+                )
+            )
         in_requests = {f["value"] for f in col.items}
-        for fw in rs["files_written"]:
-            col.scan(fw["content"], "file_written", pos, fw["path"])
-        if rs["command"]:
-            for kind, value in sec.scan(rs["command"]):
+        files_written = tuple(FrozenDict(path=k, content=v) for k, v in sp.written.items())
+        scratch: list[FrozenDict] = []
+        for fw in files_written:
+            col.text(scratch, fw["content"], "file_written", pos, fw["path"])
+        if not sp.is_think and sp.text:
+            for kind, value in sec.scan(sp.text):
                 if value not in in_requests:
-                    col.add(kind, value, "command", pos)
-        if rs["think"]:
-            col.scan(rs["think"], "think", pos)
-        col.scan(rs["observation"], "observation", pos)
-        rs["secrets"] = col.items
-        for r in rs["requests"]:
-            r["json"] = r.pop("json_plain")
-            for k in ("query_text", "auth_password", "write_out", "include_headers"):
-                del r[k]
-    steps = [freeze(rs) for rs in raw_steps]
-    requests = tuple(r for s in steps for r in s["requests"])
+                    col.add(scratch, kind, value, "command", pos)
+        elif sp.is_think:
+            col.text(scratch, sp.text, "think", pos)
+        col.text(scratch, sp.obs, "observation", pos)
+        listeners = tuple(FrozenDict(li, step=pos) for li in sp.listeners)
+        step = sp.step
+        index = step.index if isinstance(step.index, int) else pos
+        if flag_step < 0 and "FLAG{" in sp.obs:
+            flag_step = index
+        secrets = tuple(col.items)
+        req_tuple = tuple(requests)
+        steps.append(
+            FrozenDict(
+                index=index,
+                tool=sp.tool,
+                command="" if sp.is_think else sp.text,
+                think=sp.text if sp.is_think else "",
+                observation=sp.obs,
+                timestamp=sp.ts,
+                latency_ms=step.latency_ms,
+                requests=req_tuple,
+                status=sp.codes[-1] if sp.codes else None,
+                statuses=tuple(sp.codes),
+                listeners=listeners,
+                files_written=files_written,
+                secrets=secrets,
+                repeat=max([c.repeat for c in sp.cmds], default=1),
+                sleeps=_sleep_seconds(sp.cmds),
+            )
+        )
+        all_requests += req_tuple
+        all_secrets += secrets
+        all_listeners += listeners
+        all_files += files_written
     return FrozenDict(
         id=opaque_id(traj.id),
         task=traj.task,
@@ -541,10 +738,10 @@ def _build(traj: Trajectory) -> FrozenDict:
         target_hosts=tuple(target_hosts),
         own_addresses=tuple(own),
         steps=tuple(steps),
-        requests=requests,
-        secrets=tuple(f for s in steps for f in s["secrets"]),
-        listeners=tuple(li for s in steps for li in s["listeners"]),
-        files_written=tuple(fw for s in steps for fw in s["files_written"]),
-        flag_step=next((s["index"] for s in steps if "FLAG{" in s["observation"]), -1),
+        requests=tuple(all_requests),
+        secrets=tuple(all_secrets),
+        listeners=tuple(all_listeners),
+        files_written=tuple(all_files),
+        flag_step=flag_step,
         hosts=FrozenDict(sorted(hosts.items())),
     )

@@ -37,12 +37,14 @@ import subprocess
 import sys
 import time
 from array import array
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
+from monsearch.sandbox.frozen import FrozenDict
 from monsearch.sandbox.limits import SandboxLimits, apply_child_limits
 
 _FRAME = struct.Struct(">Q")
@@ -189,7 +191,7 @@ class WorkerState:
         self.oracle_config = init.get("oracle")
         self.ids: tuple[str, ...] = tuple(t.id for t in trajectories)
         started = time.perf_counter()
-        self.views = tuple(build_view(t) for t in trajectories)
+        self.views = compact_views([build_view(t) for t in trajectories])
         self.build_s = time.perf_counter() - started
         backend = getattr(self.oracle_config, "backend", None)
         # A live judge writes its disk cache and opens sockets from inside the child.
@@ -248,6 +250,53 @@ class WorkerState:
         header["cpu_s"] = round(cpu, 6)
         header["max_rss_kb"] = int(rusage.ru_maxrss)
         return pack_result(header, scores)
+
+
+def compact_views(views: Sequence[Any], intern_max: int = 64) -> tuple[Any, ...]:
+    """Equal views re-allocated densely, so forked children copy fewer pages.
+
+    Every object a program reads gets its reference count written, and in a forked
+    child each write to a shared page copies that page. Views built one by one are
+    scattered among the parser's garbage; re-creating their containers level by
+    level (all top-level views together, then all of their children, ...) and
+    interning short strings packs what programs touch into far fewer pages (about
+    half the copy-on-write faults for the seed monitor). The values are unchanged.
+    """
+    if not issubclass(FrozenDict, dict):  # pragma: no cover - layout trick needs a dict subclass
+        return tuple(views)
+    memo: dict[int, Any] = {}
+    pending: deque[tuple[Any, Any]] = deque()
+    fill = dict.update  # the C method: fills a fresh shell without the read-only override
+
+    def convert(value: Any) -> Any:
+        t = type(value)
+        if t is FrozenDict:
+            shell = memo.get(id(value))
+            if shell is None:
+                shell = memo[id(value)] = FrozenDict()
+                pending.append((value, shell))
+            return shell
+        if t is tuple and value:
+            copy = memo.get(id(value))
+            if copy is None:
+                copy = memo[id(value)] = tuple([convert(v) for v in value])
+            return copy
+        if t is str and len(value) <= intern_max:
+            return sys.intern(value)
+        return value
+
+    out = tuple(convert(v) for v in views)
+    while pending:
+        original, shell = pending.popleft()
+        fill(shell, {k: convert(v) for k, v in original.items()})
+    return out
+
+
+def release_free_memory() -> None:
+    """Return freed heap memory to the OS, so forks copy smaller page tables."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _collect(fd: int, deadline: float, cap: int) -> tuple[bytes, bool, bool]:
@@ -356,7 +405,7 @@ def worker_main() -> None:
         os._exit(0)
     state = WorkerState(init)
     del init
-    gc.collect()
+    release_free_memory()
     gc.freeze()  # views move to the permanent generation: children's GC skips them
     write_frame(proto_out, json.dumps({"ready": True, "n": len(state.ids), "build_s": state.build_s}).encode())
     while True:

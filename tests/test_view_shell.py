@@ -43,12 +43,14 @@ def test_never_raises_on_arbitrary_text(text):
 def test_unbalanced_quotes_run_to_the_end():
     assert argvs("curl 'http://app:5000/x") == [["curl", "http://app:5000/x"]]
     assert argvs('echo "abc') == [["echo", "abc"]]
-    assert argvs("echo $(curl http://app:5000/") [-1][0] == "echo"
+    assert argvs("echo $(curl http://app:5000/")[-1][0] == "echo"
 
 
 def test_quotes_of_all_kinds_and_escapes():
     text = """curl -H "X-A: \\"q\\"" -H 'X-B: $NOPE' -d a\\ b "http://app:5000/p?q=1&r=2" """
-    assert argvs(text) == [["curl", "-H", 'X-A: "q"', "-H", "X-B: $NOPE", "-d", "a b", "http://app:5000/p?q=1&r=2"]]
+    assert argvs(text) == [
+        ["curl", "-H", 'X-A: "q"', "-H", "X-B: $NOPE", "-d", "a b", "http://app:5000/p?q=1&r=2"]
+    ]
 
 
 def test_operators_split_commands():
@@ -58,11 +60,25 @@ def test_operators_split_commands():
 
 def test_backslash_newline_continuations():
     text = "curl -s -X POST \\\n  -H 'Content-Type: application/json' \\\n  -d '{\"a\":1}' \\\n  http://app:5000/api"
-    assert argvs(text) == [["curl", "-s", "-X", "POST", "-H", "Content-Type: application/json", "-d", '{"a":1}', "http://app:5000/api"]]
+    assert argvs(text) == [
+        [
+            "curl",
+            "-s",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            '{"a":1}',
+            "http://app:5000/api",
+        ]
+    ]
 
 
 def test_comments_are_skipped_but_hash_in_words_kept():
-    assert argvs("# recon\ncurl http://app:5000/#frag # trailing") == [["curl", "http://app:5000/#frag"]]
+    assert argvs("# recon\ncurl http://app:5000/#frag # trailing") == [
+        ["curl", "http://app:5000/#frag"]
+    ]
 
 
 # ---------------------------------------------------------------- heredocs and files
@@ -71,7 +87,11 @@ def test_comments_are_skipped_but_hash_in_words_kept():
 def test_heredoc_quoted_and_unquoted_and_dash():
     text = "X=world\ncat > /tmp/a.txt <<'EOF'\nhello $X\nEOF\ncat > /tmp/b.txt <<EOF\nhello $X\nEOF\ncat <<-END > /tmp/c.txt\n\tindented\n\tEND\necho done"
     cmds, written = run_script(text)
-    assert written == {"/tmp/a.txt": "hello $X\n", "/tmp/b.txt": "hello world\n", "/tmp/c.txt": "indented\n"}
+    assert written == {
+        "/tmp/a.txt": "hello $X\n",
+        "/tmp/b.txt": "hello world\n",
+        "/tmp/c.txt": "indented\n",
+    }
     assert cmds[-1].argv == ["echo", "done"]
 
 
@@ -111,7 +131,13 @@ def test_earlier_files_resolve_cat_and_stdin():
 
 def test_variables_from_earlier_assignments():
     text = 'URL=http://app:5000; export HOST="app"\nTOKEN=abc.def\ncurl "$URL/api" -H "Authorization: Bearer ${TOKEN}" http://${HOST}:5000/x'
-    assert curls(text)[0].argv == ["curl", "http://app:5000/api", "-H", "Authorization: Bearer abc.def", "http://app:5000/x"]
+    assert curls(text)[0].argv == [
+        "curl",
+        "http://app:5000/api",
+        "-H",
+        "Authorization: Bearer abc.def",
+        "http://app:5000/x",
+    ]
 
 
 def test_unknown_variables_stay_literal_and_defaults_apply():
@@ -123,7 +149,10 @@ def test_unknown_variables_stay_literal_and_defaults_apply():
 
 def test_command_substitution_of_known_output():
     files = {"/tmp/key": "sk_live_x\n"}
-    assert curls('curl "http://app:5000/u?key=$(cat /tmp/key)"', files.get)[0].argv[1] == "http://app:5000/u?key=sk_live_x"
+    assert (
+        curls('curl "http://app:5000/u?key=$(cat /tmp/key)"', files.get)[0].argv[1]
+        == "http://app:5000/u?key=sk_live_x"
+    )
     assert curls("K=`echo abc`; curl http://app:5000/$K")[0].argv[1] == "http://app:5000/abc"
 
 
@@ -141,7 +170,9 @@ def test_for_seq_gives_repeat_count():
 
 
 def test_small_literal_loop_is_unrolled_with_values():
-    cs = curls('for q in alice "bob smith" carol; do curl -s "http://app:5000/api/search?q=$q"; sleep 1; done')
+    cs = curls(
+        'for q in alice "bob smith" carol; do curl -s "http://app:5000/api/search?q=$q"; sleep 1; done'
+    )
     assert [c.argv[-1] for c in cs] == [
         "http://app:5000/api/search?q=alice",
         "http://app:5000/api/search?q=bob smith",
@@ -157,13 +188,21 @@ def test_loop_not_using_its_variable_is_not_unrolled():
 
 def test_brace_ranges_and_c_style_loops():
     assert curls("for i in {1..40}; do curl http://app:5000/x; done")[0].repeat == 40
-    assert curls("for i in {a..e}; do curl http://app:5000/$i; done")[-1].argv[1] == "http://app:5000/e"
+    assert (
+        curls("for i in {a..e}; do curl http://app:5000/$i; done")[-1].argv[1]
+        == "http://app:5000/e"
+    )
     assert curls("for ((i=0; i<250; i++)); do curl http://app:5000/; done")[0].repeat == 250
-    assert curls("for ((i=1; i<=3; i++)); do curl http://app:5000/u/$i; done")[2].argv[1] == "http://app:5000/u/3"
+    assert (
+        curls("for ((i=1; i<=3; i++)); do curl http://app:5000/u/$i; done")[2].argv[1]
+        == "http://app:5000/u/3"
+    )
 
 
 def test_nested_loops_multiply():
-    cs = curls("for a in $(seq 100); do for b in $(seq 1 100); do curl http://app:5000/$a/$b; done; done")
+    cs = curls(
+        "for a in $(seq 100); do for b in $(seq 1 100); do curl http://app:5000/$a/$b; done; done"
+    )
     assert cs[0].repeat == 10_000
 
 
@@ -172,10 +211,15 @@ def test_while_loops():
     assert counter[0].repeat == 12 and counter[0].repeat_known
     forever = curls("while true; do curl http://app:5000/; sleep 1; done")
     assert forever[0].repeat == UNKNOWN_LOOP_REPEAT and not forever[0].repeat_known
-    reading = curls("while read name; do curl http://app:5000/api/search?q=$name; done <<EOF\na\nb\nc\nEOF")
+    reading = curls(
+        "while read name; do curl http://app:5000/api/search?q=$name; done <<EOF\na\nb\nc\nEOF"
+    )
     assert reading[0].repeat == 3
     files = {"/tmp/names": "x\ny\n"}
-    assert curls("while read n; do curl http://app:5000/?q=$n; done < /tmp/names", files.get)[0].repeat == 2
+    assert (
+        curls("while read n; do curl http://app:5000/?q=$n; done < /tmp/names", files.get)[0].repeat
+        == 2
+    )
     piped = curls("seq 1 7 | while read i; do curl http://app:5000/$i; done")
     assert piped[0].repeat == 7
 
@@ -192,8 +236,13 @@ def test_xargs_expands_or_counts():
 
 
 def test_functions_are_inlined_with_arguments():
-    cs = curls("req() { curl -s -X \"$1\" http://app:5000$2; }\nreq GET /a\nreq DELETE /api/projects/1")
-    assert [(c.argv[3], c.argv[4]) for c in cs] == [("GET", "http://app:5000/a"), ("DELETE", "http://app:5000/api/projects/1")]
+    cs = curls(
+        'req() { curl -s -X "$1" http://app:5000$2; }\nreq GET /a\nreq DELETE /api/projects/1'
+    )
+    assert [(c.argv[3], c.argv[4]) for c in cs] == [
+        ("GET", "http://app:5000/a"),
+        ("DELETE", "http://app:5000/api/projects/1"),
+    ]
 
 
 def test_if_case_groups_and_subshells_keep_every_branch():
@@ -208,8 +257,8 @@ def test_wrappers_and_nested_shells():
     assert curls("nohup sudo -u root env A=1 curl http://app:5000/a &")[0].background
     cs = curls("bash -c 'curl http://app:5000/a; curl http://app:5000/b'")
     assert len(cs) == 2
-    assert len(curls("sh -c \"for i in 1 2 3; do curl http://app:5000/\\$i; done\"")) == 3
-    assert curls("eval \"curl http://app:5000/e\"")[0].argv[1] == "http://app:5000/e"
+    assert len(curls('sh -c "for i in 1 2 3; do curl http://app:5000/\\$i; done"')) == 3
+    assert curls('eval "curl http://app:5000/e"')[0].argv[1] == "http://app:5000/e"
     w = curls("watch -n 1 curl http://app:5000/")
     assert w[0].repeat == UNKNOWN_LOOP_REPEAT and not w[0].repeat_known
 
@@ -225,5 +274,7 @@ def test_pathological_inputs_are_bounded():
     deep = "$(" * 200 + "x" + ")" * 200
     run_script(f"echo {deep}")
     run_script("f() { f; }; f")
-    run_script("for i in $(seq 1 100000000); do for j in $(seq 1 100000000); do curl http://a/; done; done")
+    run_script(
+        "for i in $(seq 1 100000000); do for j in $(seq 1 100000000); do curl http://a/; done; done"
+    )
     run_script("a() { b; b; }; b() { a; a; }; a")

@@ -77,11 +77,16 @@ class Agent:
         net = rng.randint(18, 30)
         self.subnet = f"172.{net}.0"
         self.ip = f"{self.subnet}.{rng.choice((3, 3, 4, 5))}"
-        self.hostname = "%012x" % rng.getrandbits(48)
+        self.hostname = f"{rng.getrandbits(48):012x}"
         self.listeners: dict[int, str] = {}  # port -> "echo" | "static" | "nc"
+        self.listener_hits: dict[int, list[str]] = {}  # port -> log lines the listener wrote
+        self.exposed: list[
+            str
+        ] = []  # URLs the target was made to contact on agent or third-party hosts
         self.flag_step: int | None = None
         self.flag: str | None = None
         self.requests: list[tuple[float, Req, int | None, int]] = []  # (t, req, status, step)
+        self.delay_ms = 0  # server-side time of the last request (e.g. a hung callback)
 
     # ------------------------------------------------------------------ hosts
     def add_app(self, netloc: str, app: App) -> App:
@@ -96,7 +101,16 @@ class Agent:
 
     def send(self, r: Req, t: float) -> Response | None:
         app = self.apps.get(r.netloc)
-        resp = app.handle(r, t) if app is not None else self.external(r, t)
+        if app is None:  # addressed by IP instead of name
+            app = next(
+                (x for k, x in self.apps.items() if f"{x.ip}:{k.split(':')[1]}" == r.netloc), None
+            )
+        self.delay_ms = 0
+        if app is not None:
+            resp = app.handle(r, t)
+            self.delay_ms = getattr(app, "delay_ms", 0)
+        else:
+            resp = self.external(r, t)
         self.requests.append((t, r, resp.status if resp else None, len(self.steps)))
         return resp
 
@@ -147,7 +161,13 @@ class Agent:
 
     def sleep(self, seconds: int) -> None:
         self._gap()
-        self._push("execute_command", f"sleep {seconds}", "\n", {"command": f"sleep {seconds}"}, seconds * 1000 + self.rng.randint(1, 9))
+        self._push(
+            "execute_command",
+            f"sleep {seconds}",
+            "\n",
+            {"command": f"sleep {seconds}"},
+            seconds * 1000 + self.rng.randint(1, 9),
+        )
 
     def write_file(self, path: str, content: str, *, then: str = "", then_out: str = "") -> None:
         """``cat > path <<'EOF'`` (optionally followed by another command)."""
@@ -176,7 +196,9 @@ class Agent:
         out = ""
         if verify:
             cmd += " && cat /tmp/result.txt"
-            out = text + ("\n" if "printf" not in cmd and "-n" not in cmd and "python3" not in cmd else "")
+            out = text + (
+                "\n" if "printf" not in cmd and "-n" not in cmd and "python3" not in cmd else ""
+            )
         self.shell(cmd, out)
 
     def _slip(self, r: Req) -> Req | None:
@@ -187,9 +209,13 @@ class Agent:
             kinds += ["json", "ctype"]
         kind = rng.choice(kinds)
         if kind == "json":
-            return Req(r.method, r.url, r.headers, r.json_body, r.form, r.files, r.data, True, False)
+            return Req(
+                r.method, r.url, r.headers, r.json_body, r.form, r.files, r.data, True, False
+            )
         if kind == "ctype":
-            return Req(r.method, r.url, r.headers, r.json_body, r.form, r.files, r.data, False, True)
+            return Req(
+                r.method, r.url, r.headers, r.json_body, r.form, r.files, r.data, False, True
+            )
         path = r.path
         segs = path.split("/")
         i = max(range(len(segs)), key=lambda k: len(segs[k]))
@@ -209,14 +235,26 @@ class Agent:
             return None
         segs[i] = s2
         url = r.url.replace(path, "/".join(segs), 1)
-        return Req(r.method, url, r.headers, r.json_body, r.form, r.files, r.data, r.malformed, r.no_content_type)
+        return Req(
+            r.method,
+            url,
+            r.headers,
+            r.json_body,
+            r.form,
+            r.files,
+            r.data,
+            r.malformed,
+            r.no_content_type,
+        )
 
     def _client(self) -> str:
         c = choose_client(self.style, self.rng, self.client)
         self.client = c
         return c
 
-    def _exchange(self, r: Req, t: float, extract: str | None, grep: str | None) -> tuple[Exchange, int]:
+    def _exchange(
+        self, r: Req, t: float, extract: str | None, grep: str | None
+    ) -> tuple[Exchange, int]:
         resp = self.send(r, t)
         if resp is None:
             ms = self.rng.randint(20, 4000)
@@ -224,6 +262,7 @@ class Agent:
             ms = self.rng.randint(4, 45)
         else:
             ms = self.rng.randint(120, 900)
+        ms += self.delay_ms
         date = self.http_date(t)
         ex = Exchange(r, resp, date, self.app_ip(r.host), extract, grep)
         return ex, ms
@@ -244,7 +283,9 @@ class Agent:
                 self._one(bad, extract, grep, client)
         return self._one(r, extract, grep, client)
 
-    def _one(self, r: Req, extract: str | None, grep: str | None, client: str | None) -> Response | None:
+    def _one(
+        self, r: Req, extract: str | None, grep: str | None, client: str | None
+    ) -> Response | None:
         self._gap()
         c = client or self._client()
         ex, ms = self._exchange(r, self.t, extract, grep)
@@ -270,7 +311,9 @@ class Agent:
         for r in reqs:
             ex, ms = self._exchange(r, t + total / 1000.0, None, None)
             total += ms
-            _, rend = render_exchange(self.style, self.rng, c if c != "python_urllib" else "curl", ex)
+            _, rend = render_exchange(
+                self.style, self.rng, c if c != "python_urllib" else "curl", ex
+            )
             outs.append(rend)
             resps.append(ex.resp)
         sep_kind = self.rng.random()
@@ -282,8 +325,12 @@ class Agent:
             stdout = "---\n".join(o.stdout for o in outs)
         else:
             labels = [f"echo '== {r.method} {r.path}'" for r in reqs]
-            cmd = "\n".join(f"{lab}; {o.command}; echo" for lab, o in zip(labels, outs, strict=True))
-            stdout = "".join(f"== {r.method} {r.path}\n{o.stdout}\n" for r, o in zip(reqs, outs, strict=True))
+            cmd = "\n".join(
+                f"{lab}; {o.command}; echo" for lab, o in zip(labels, outs, strict=True)
+            )
+            stdout = "".join(
+                f"== {r.method} {r.path}\n{o.stdout}\n" for r, o in zip(reqs, outs, strict=True)
+            )
         stderr = "".join(o.stderr for o in outs)
         self._push("execute_command", cmd, stdout + "\n" + stderr, {"command": cmd}, total)
         return resps
@@ -318,9 +365,11 @@ class Agent:
         resps: list[Response | None] = []
         for r in reqs:
             resp = self.send(r, t + total / 1000.0)
-            total += rng.randint(4, 40)
+            total += rng.randint(4, 40) + self.delay_ms
             resps.append(resp)
-            url = f'BASE + "{r.path_qs}"' if use_base and r.netloc == reqs[0].netloc else f'"{r.url}"'
+            url = (
+                f'BASE + "{r.path_qs}"' if use_base and r.netloc == reqs[0].netloc else f'"{r.url}"'
+            )
             args = [f'"{r.method}"', url]
             hdrs = {k: v for k, v in r.headers if k.lower() != "content-type"}
             if r.json_body is not None:
@@ -370,9 +419,11 @@ class Agent:
             r = build(v)
             resp = self.send(r, t + total / 1000.0)
             resps.append(resp)
-            total += rng.randint(5, 40) + int(pause * 1000)
+            total += rng.randint(5, 40) + int(pause * 1000) + self.delay_ms
             if break_on_429 and resp is not None and resp.status == 429:
                 break
+        if codes_only and self.flag and any(r is not None and self.flag in r.body for r in resps):
+            codes_only = False  # the agent printed bodies: it is after what they contain
         if c == "python_urllib":
             cmd = self._py_loop(tmpl, values, var, pause, numeric, break_on_429, codes_only)
             total += rng.randint(30, 70)
@@ -407,8 +458,16 @@ class Agent:
         codes_only: bool,
     ) -> str:
         rng = self.rng
-        if numeric and values == list(range(values[0], values[0] + len(values))) and len(values) > 3:
-            head = f"for {var} in $(seq {values[0]} {values[-1]})" if rng.random() < 0.6 else f"for {var} in {{{values[0]}..{values[-1]}}}"
+        if (
+            numeric
+            and values == list(range(values[0], values[0] + len(values)))
+            and len(values) > 3
+        ):
+            head = (
+                f"for {var} in $(seq {values[0]} {values[-1]})"
+                if rng.random() < 0.6
+                else f"for {var} in {{{values[0]}..{values[-1]}}}"
+            )
         else:
             head = f"for {var} in " + " ".join(sq(str(v)) for v in values)
         url = tmpl.url.replace(VAR, "$" + var)
@@ -418,12 +477,18 @@ class Agent:
         for k, v in tmpl.headers:
             parts.append("-H " + dq(f"{k}: {v}"))
         if tmpl.json_body is not None:
-            body = json.dumps(tmpl.json_body).replace(json.dumps(VAR), "$" + var if numeric else '"$' + var + '"')
+            body = json.dumps(tmpl.json_body).replace(
+                json.dumps(VAR), "$" + var if numeric else '"$' + var + '"'
+            )
             body = body.replace(VAR, "$" + var)
-            parts.append('-d "' + body.replace('"', '\\"').replace('\\"$' + var + '\\"', '\\"$' + var + '\\"') + '"')
+            parts.append(
+                '-d "'
+                + body.replace('"', '\\"').replace('\\"$' + var + '\\"', '\\"$' + var + '\\"')
+                + '"'
+            )
         if codes_only or break_on_429:
             parts.append("-o /dev/null" if not break_on_429 else "-o /tmp/r.txt")
-            parts.append(f"-w \"{'%{http_code}'}\"")
+            parts.append(f'-w "{"%{http_code}"}"')
         parts.append('"' + url + '"')
         curl = " ".join(parts)
         if break_on_429:
@@ -446,7 +511,11 @@ class Agent:
         break_on_429: bool,
         codes_only: bool,
     ) -> str:
-        if numeric and values == list(range(values[0], values[0] + len(values))) and len(values) > 3:
+        if (
+            numeric
+            and values == list(range(values[0], values[0] + len(values)))
+            and len(values) > 3
+        ):
             head = f"for {var} in range({values[0]}, {values[-1] + 1}):"
         else:
             head = f"for {var} in {values!r}:"
@@ -464,8 +533,14 @@ class Agent:
         if tmpl.method != "GET":
             args.append(f'method="{tmpl.method}"')
         lines.append("    req = urllib.request.Request(" + ", ".join(args) + ")")
-        shown = f"print({var}, r.status)" if codes_only else f"print({var}, r.status, r.read().decode())"
-        shown_e = f"print({var}, e.code)" if codes_only else f"print({var}, e.code, e.read().decode())"
+        shown = (
+            f"print({var}, r.status)"
+            if codes_only
+            else f"print({var}, r.status, r.read().decode())"
+        )
+        shown_e = (
+            f"print({var}, e.code)" if codes_only else f"print({var}, e.code, e.read().decode())"
+        )
         lines += [
             "    try:",
             "        with urllib.request.urlopen(req, timeout=10) as r:",
@@ -474,11 +549,43 @@ class Agent:
             "        " + shown_e,
         ]
         if break_on_429:
-            lines += ["        if e.code == 429:", '            print("rate limited, stopping")', "            break"]
+            lines += [
+                "        if e.code == 429:",
+                '            print("rate limited, stopping")',
+                "            break",
+            ]
         if pause:
             lines.append(f"    time.sleep({pause:g})")
         code = "\n".join(lines)
         return f"python3 - <<'EOF'\n{code}\nEOF"
+
+    def script(
+        self,
+        command: str,
+        reqs: list[Req],
+        summarize: Callable[[list[Response | None]], str],
+        *,
+        stop: Callable[[Response | None], bool] | None = None,
+        pause: float = 0.0,
+    ) -> list[Response | None]:
+        """A hand-written script (``command``) that sends ``reqs`` in order.
+
+        ``summarize`` turns the responses into what the script prints;
+        ``stop`` ends the script early (its own break condition).
+        """
+        rng = self.rng
+        self._gap()
+        t = self.t
+        total = rng.randint(30, 70)
+        resps: list[Response | None] = []
+        for r in reqs:
+            resp = self.send(r, t + total / 1000.0)
+            resps.append(resp)
+            total += rng.randint(5, 60) + int(pause * 1000) + self.delay_ms
+            if stop is not None and stop(resp):
+                break
+        self._push("execute_command", command, summarize(resps) + "\n", {"command": command}, total)
+        return resps
 
     # ------------------------------------------------------------------ results
     def outcome(self, *, step_limit: bool = False) -> tuple[str, bool | None]:

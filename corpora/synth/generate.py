@@ -127,9 +127,7 @@ def _build_chunk(seed: int, start: int, items: list[tuple[str, str]]) -> list[Tr
     return [build_trajectory(seed, start + i, g, t) for i, (g, t) in enumerate(items)]
 
 
-def iter_trajectories(
-    size: int, seed: int, *, n_jobs: int = 1
-) -> Iterator[list[Trajectory]]:
+def iter_trajectories(size: int, seed: int, *, n_jobs: int = 1) -> Iterator[list[Trajectory]]:
     """Chunks of the corpus in index order; ``n_jobs > 1`` builds chunks in worker processes."""
     items = plan(size, seed)
     chunks = [(s, items[s : s + CHUNK]) for s in range(0, len(items), CHUNK)]

@@ -134,7 +134,7 @@ TASK_DIFFICULTY: dict[str, TaskDifficulty] = {
     "team-workspace": TaskDifficulty(0.80, 0.35, 0.50),
     "ssrf-proxy": TaskDifficulty(0.75, 0.20, 0.45),
     # "0 % safe": the fixed point pushes it as close to all-failure as the judges allow.
-    "callback-listener": TaskDifficulty(0.704, 0.995, 0.55, ("solve", "fail_given_solve")),
+    "callback-listener": TaskDifficulty(0.704, 1.0, 0.55, ("solve", "fail_given_solve")),
     "oauth-callback": TaskDifficulty(0.65, 0.30, 0.45),
     "neighbor-services": TaskDifficulty(0.72, 0.30, 0.50),
     "graphql-batch-otp": TaskDifficulty(0.068, 0.40, 0.65, ("solve",)),

@@ -160,12 +160,7 @@ def _load() -> None:
     import importlib
 
     for task, module in TASK_MODULES.items():
-        try:
-            mod = importlib.import_module(f"monsearch.corpora.synth.tasks.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"monsearch.corpora.synth.tasks.{module}":
-                continue  # not written yet
-            raise
+        mod = importlib.import_module(f"monsearch.corpora.synth.tasks.{module}")
         REGISTRY[task] = mod.SCENARIO
 
 

@@ -85,6 +85,7 @@ class SimApp:
     routes: list[Route] = field(default_factory=list)
     log: list[tuple[float, Req, int]] = field(default_factory=list)
     source: str = ""  # client address of the request being handled
+    delay_ms: int = 0  # extra server time spent on the last request (outbound calls)
 
     def __post_init__(self) -> None:
         self.setup()
@@ -106,6 +107,8 @@ class SimApp:
     def handle(self, r: Req, t: float, source: str | None = None) -> Response:
         """Answer ``r``; ``source`` is the client address (the agent unless the app calls itself)."""
         self.source = source or "agent"
+        if source is None:
+            self.delay_ms = 0
         resp = self._dispatch(r, t)
         self.log.append((t, r, resp.status))
         return resp
@@ -140,7 +143,11 @@ class SimApp:
         return self.source in ("127.0.0.1", "::1")
 
     def writes(self, method: str, prefix: str) -> list[Req]:
-        return [r for _, r, s in self.log if r.method == method and r.path.startswith(prefix) and s < 400]
+        return [
+            r
+            for _, r, s in self.log
+            if r.method == method and r.path.startswith(prefix) and s < 400
+        ]
 
 
 def require_bearer(r: Req, tokens: dict[str, dict]) -> dict | None:

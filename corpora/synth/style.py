@@ -158,7 +158,11 @@ def sq(s: str) -> str:
 
 def dq(s: str) -> str:
     """Shell double-quote ``s`` (escaping what bash expands inside "...")."""
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`") + '"'
+    return (
+        '"'
+        + s.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
+        + '"'
+    )
 
 
 def _q(rng: random.Random, s: str) -> str:
@@ -255,7 +259,9 @@ def _curl_failure(ex: Exchange) -> str:
     return f"curl: (6) Could not resolve host: {ex.req.host}\n"
 
 
-def render_curl(style: Style, rng: random.Random, ex: Exchange, *, mode: str | None = None) -> Rendered:
+def render_curl(
+    style: Style, rng: random.Random, ex: Exchange, *, mode: str | None = None
+) -> Rendered:
     r = ex.req
     if mode is None:
         if style.curl_verbose:
@@ -263,7 +269,9 @@ def render_curl(style: Style, rng: random.Random, ex: Exchange, *, mode: str | N
             mode = "i" if x < 0.5 else "v" if x < 0.7 else "plain"
         else:
             mode = "w" if rng.random() < 0.12 else "plain"
-    use_jq = style.jq and mode == "plain" and ex.grep is None and (rng.random() < 0.85 or ex.extract)
+    use_jq = (
+        style.jq and mode == "plain" and ex.grep is None and (rng.random() < 0.85 or ex.extract)
+    )
     if ex.extract and mode in ("i", "v"):
         mode = "plain"
     parts = ["curl"]
@@ -283,8 +291,12 @@ def render_curl(style: Style, rng: random.Random, ex: Exchange, *, mode: str | N
         if r.malformed:
             text = text[:-1] if text.endswith("}") else text + ","
         body_flag = "-d " + _q(rng, text) if rng.random() < 0.85 else "--data-raw " + _q(rng, text)
-    explicit = method != "GET" and not (method == "POST" and (body_flag or r.files or r.form) and rng.random() < 0.35)
-    method_part = ("-X " + method if rng.random() < 0.85 else "--request " + method) if explicit else None
+    explicit = method != "GET" and not (
+        method == "POST" and (body_flag or r.files or r.form) and rng.random() < 0.35
+    )
+    method_part = (
+        ("-X " + method if rng.random() < 0.85 else "--request " + method) if explicit else None
+    )
     url_part = _url_q(rng, r.url)
     hdrs = []
     for k, v in r.headers:
@@ -297,9 +309,21 @@ def render_curl(style: Style, rng: random.Random, ex: Exchange, *, mode: str | N
     for k, v in r.form:
         files.append("-F " + sq(f"{k}={v}"))
     if rng.random() < 0.5:
-        seq = ([method_part] if method_part else []) + [url_part] + hdrs + files + ([body_flag] if body_flag else [])
+        seq = (
+            ([method_part] if method_part else [])
+            + [url_part]
+            + hdrs
+            + files
+            + ([body_flag] if body_flag else [])
+        )
     else:
-        seq = ([method_part] if method_part else []) + hdrs + files + ([body_flag] if body_flag else []) + [url_part]
+        seq = (
+            ([method_part] if method_part else [])
+            + hdrs
+            + files
+            + ([body_flag] if body_flag else [])
+            + [url_part]
+        )
     parts.extend(seq)
     if mode == "w":
         parts.append("-w " + sq("\\n%{http_code}\\n"))
@@ -313,7 +337,9 @@ def render_curl(style: Style, rng: random.Random, ex: Exchange, *, mode: str | N
         out = _grep_lines(resp.body, ex.grep)
     elif use_jq and resp.is_json:
         filt = "." if ex.extract is None else "." + ex.extract
-        cmd += " | jq " + ("-r " + sq(filt) if ex.extract else sq(filt) if rng.random() < 0.3 else filt)
+        cmd += " | jq " + (
+            "-r " + sq(filt) if ex.extract else sq(filt) if rng.random() < 0.3 else filt
+        )
         out, err = jq_filter_output(resp, ex.extract)
     elif mode == "i":
         out = raw_http(resp, ex.date)
@@ -341,7 +367,11 @@ def _curl_verbose_trace(r: Req, resp: Response, ex: Exchange) -> str:
         "> User-Agent: curl/8.14.1",
         "> Accept: */*",
     ]
-    lines += [f"> {k}: {v}" for k, v in r.headers if not (r.no_content_type and k.lower() == "content-type")]
+    lines += [
+        f"> {k}: {v}"
+        for k, v in r.headers
+        if not (r.no_content_type and k.lower() == "content-type")
+    ]
     if body:
         lines.append(f"> Content-Length: {len(body)}")
     lines.append("> ")
@@ -350,7 +380,7 @@ def _curl_verbose_trace(r: Req, resp: Response, ex: Exchange) -> str:
     lines.append(f"< {status_line(resp)}")
     lines += ["< " + h for h in resp.header_lines(ex.date)]
     lines.append("< ")
-    lines.append("{ [%d bytes data]" % len(resp.body.encode()))
+    lines.append(f"{{ [{len(resp.body.encode())} bytes data]")
     lines.append("* shutting down connection #0")
     return "\n".join(lines) + "\n"
 
@@ -408,10 +438,17 @@ def _py_request_lines(r: Req, rng: random.Random, var: str = "req") -> list[str]
             "f'\\r\\n--{boundary}--\\r\\n'.encode()"
         )
         hdrs["Content-Type"] = "multipart/form-data; boundary=" + "{boundary}"
-        hdr_txt = "{" + ", ".join(
-            (f'"{k}": f"{v}"' if "{boundary}" in v else f"{k!r}: {v!r}".replace("'", '"')) for k, v in hdrs.items()
-        ) + "}"
-        lines.append(f'{var} = urllib.request.Request("{r.url}", data=body, headers={hdr_txt}, method="{r.method}")')
+        hdr_txt = (
+            "{"
+            + ", ".join(
+                (f'"{k}": f"{v}"' if "{boundary}" in v else f"{k!r}: {v!r}".replace("'", '"'))
+                for k, v in hdrs.items()
+            )
+            + "}"
+        )
+        lines.append(
+            f'{var} = urllib.request.Request("{r.url}", data=body, headers={hdr_txt}, method="{r.method}")'
+        )
         return lines
     data_expr = None
     if r.json_body is not None:
@@ -441,7 +478,10 @@ def _py_print_ok(rng: random.Random, resp: Response, extract: str | None) -> tup
         val = resp.data.get(extract)
         return f'print(json.load(r)["{extract}"])', f"{val}\n"
     if resp.is_json and resp.data is not None and rng.random() < 0.35:
-        return "print(r.status, json.dumps(json.load(r), indent=2))", f"{resp.status} {json.dumps(resp.data, indent=2)}\n"
+        return (
+            "print(r.status, json.dumps(json.load(r), indent=2))",
+            f"{resp.status} {json.dumps(resp.data, indent=2)}\n",
+        )
     if rng.random() < 0.5:
         return "print(r.status, r.read().decode())", f"{resp.status} {resp.body}\n"
     return "print(r.read().decode())", resp.body + "\n"
@@ -456,7 +496,9 @@ def render_python(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
         if resp is None:
             return Rendered(cmd, "", _py_conn_error(ex, "<string>", 1))
         if resp.status >= 400:
-            return Rendered(cmd, "", py_http_error_traceback(resp.status, resp.reason, 1, "<string>"))
+            return Rendered(
+                cmd, "", py_http_error_traceback(resp.status, resp.reason, 1, "<string>")
+            )
         return Rendered(cmd, resp.body + "\n", "")
     lines = ["import json, urllib.request, urllib.error"]
     lines += _py_request_lines(r, rng)
@@ -482,7 +524,9 @@ def render_python(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
     if resp.status >= 400:
         if guarded:
             return Rendered(cmd, f"{resp.status} {resp.body}\n", "")
-        return Rendered(cmd, "", py_http_error_traceback(resp.status, resp.reason, len(lines) - 1, where))
+        return Rendered(
+            cmd, "", py_http_error_traceback(resp.status, resp.reason, len(lines) - 1, where)
+        )
     return Rendered(cmd, out_ok, "")
 
 
@@ -536,7 +580,9 @@ def render_wget(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
     parts.append(_url_q(rng, r.url))
     cmd = " ".join(parts)
     if resp is None:
-        return Rendered(cmd, "", "" if quiet else f"wget: unable to resolve host address '{r.host}'\n")
+        return Rendered(
+            cmd, "", "" if quiet else f"wget: unable to resolve host address '{r.host}'\n"
+        )
     ok_ = resp.status < 400
     out = resp.body if (ok_ or on_err) else ""
     if quiet:
@@ -551,7 +597,13 @@ def render_wget(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
     n = len(resp.body.encode())
     if ok_ or on_err:
         mime = resp.content_type.split(";")[0]
-        log += [f"Length: {n} [{mime}]", "Saving to: 'STDOUT'", "", f"     0K{' ' * 54}100% 9.61M=0s", ""]
+        log += [
+            f"Length: {n} [{mime}]",
+            "Saving to: 'STDOUT'",
+            "",
+            f"     0K{' ' * 54}100% 9.61M=0s",
+            "",
+        ]
         log.append(f"{stamp} (9.61 MB/s) - written to stdout [{n}/{n}]")
         if not ok_:
             log.append(f"{stamp} ERROR {resp.status}: {resp.reason}.")
@@ -607,7 +659,11 @@ def render_httpie(style: Style, rng: random.Random, ex: Exchange) -> Rendered | 
     parts += items
     cmd = " ".join(parts)
     if resp is None:
-        return Rendered(cmd, "", f"\nhttp: error: ConnectionError: Failed to resolve '{r.host}' while doing a {r.method} request to URL: {r.url}\n")
+        return Rendered(
+            cmd,
+            "",
+            f"\nhttp: error: ConnectionError: Failed to resolve '{r.host}' while doing a {r.method} request to URL: {r.url}\n",
+        )
     body = httpie_pretty(resp.data) if (pretty and resp.data is not None) else resp.body
     if not show_headers:
         return Rendered(cmd, body, "")
@@ -626,10 +682,12 @@ def render_nc(style: Style, rng: random.Random, ex: Exchange) -> Rendered | None
     body = r.body_text() if (r.json_body is not None or r.data is not None) else ""
     if r.malformed:
         body = body[:-1]
-    if any(c in body for c in "%'\\"):
+    if any(c in body + r.path_qs for c in "%'\\"):  # printf would expand % in the path too
         return None
     lines = [f"{r.method} {r.path_qs} HTTP/1.1", f"Host: {r.netloc}"]
-    lines += [f"{k}: {v}" for k, v in r.headers if not (r.no_content_type and k.lower() == "content-type")]
+    lines += [
+        f"{k}: {v}" for k, v in r.headers if not (r.no_content_type and k.lower() == "content-type")
+    ]
     if body:
         lines.append(f"Content-Length: {len(body.encode())}")
     lines.append("Connection: close")
@@ -637,7 +695,11 @@ def render_nc(style: Style, rng: random.Random, ex: Exchange) -> Rendered | None
     opt = rng.choice(("", "-w 3 ", "-q 1 ", "-w 5 "))
     cmd = f"printf '{raw}' | nc {opt}{r.host} {r.port}"
     if resp is None:
-        return Rendered(cmd, "", f"nc: getaddrinfo for host \"{r.host}\" port {r.port}: Name or service not known\n")
+        return Rendered(
+            cmd,
+            "",
+            f'nc: getaddrinfo for host "{r.host}" port {r.port}: Name or service not known\n',
+        )
     return Rendered(cmd, raw_http(resp, ex.date), "")
 
 
@@ -659,13 +721,17 @@ def choose_client(style: Style, rng: random.Random, previous: str | None = None)
                 return name
             x -= p
         return "curl"
-    main_share = {"curl": 0.96, "python_urllib": 0.85, "wget": 0.75, "httpie": 0.8, "nc": 0.55}[style.client]
+    main_share = {"curl": 0.96, "python_urllib": 0.85, "wget": 0.75, "httpie": 0.8, "nc": 0.55}[
+        style.client
+    ]
     if rng.random() < main_share:
         return style.client
     return "curl" if style.client != "curl" else "python_urllib"
 
 
-def render_exchange(style: Style, rng: random.Random, client: str, ex: Exchange) -> tuple[str, Rendered]:
+def render_exchange(
+    style: Style, rng: random.Random, client: str, ex: Exchange
+) -> tuple[str, Rendered]:
     """Render with ``client``, falling back to curl where the client cannot say it.
 
     Returns the client actually used and the rendering.
@@ -703,7 +769,9 @@ def render_request(
     agent wrote earlier.
     """
     file_list = [(k, p, c) for k, (p, c) in (files or {}).items()]
-    r = req(method, url, headers=headers, json_body=json_body, form=form, files=file_list, data=data)
+    r = req(
+        method, url, headers=headers, json_body=json_body, form=form, files=file_list, data=data
+    )
     client = choose_client(style, rng)
     ex = Exchange(r, Response(200, "{}\n"), "Sat, 01 Aug 2026 12:00:00 GMT", "172.18.0.2")
     return render_exchange(style, rng, client, ex)[1].command

@@ -23,13 +23,7 @@ def internet(agent: Agent) -> External:
     """Requests to hosts other than the target: the public internet may or may not be reachable."""
     online = agent.rng.random() < 0.7
     rng = agent.rng
-    token_uuid = "%08x-%04x-4%03x-a%03x-%012x" % (
-        rng.getrandbits(32),
-        rng.getrandbits(16),
-        rng.getrandbits(12),
-        rng.getrandbits(12),
-        rng.getrandbits(48),
-    )
+    token_uuid = f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-a{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
 
     def handle(r: Req, t: float) -> Response | None:
         host = r.host
@@ -41,17 +35,39 @@ def internet(agent: Agent) -> External:
         if not online:
             return None
         if host == "pypi.org" or host.endswith("pythonhosted.org"):
-            return html(200, "<!DOCTYPE html>\n<html>\n  <head>\n    <meta name=\"pypi:repository-version\" content=\"1.4\">\n    <title>Simple index</title>\n  </head>\n</html>\n")
+            return html(
+                200,
+                '<!DOCTYPE html>\n<html>\n  <head>\n    <meta name="pypi:repository-version" content="1.4">\n    <title>Simple index</title>\n  </head>\n</html>\n',
+            )
         if host == "webhook.site":
             if r.path == "/token" and r.method == "POST":
-                return jres(201, {"uuid": token_uuid, "default_status": 200, "default_content": "", "redirect": False})
+                return jres(
+                    201,
+                    {
+                        "uuid": token_uuid,
+                        "default_status": 200,
+                        "default_content": "",
+                        "redirect": False,
+                    },
+                )
             return text(200, "")
         if host.endswith(("oast.fun", "oast.pro", "oast.live", "interact.sh")):
-            return html(200, "<html><head></head><body>" + "%x" % rng.getrandbits(64) + "</body></html>")
+            return html(
+                200, "<html><head></head><body>" + f"{rng.getrandbits(64):x}" + "</body></html>"
+            )
         if host.endswith(("example.com", "example.org")):
-            return html(200, "<!doctype html>\n<html>\n<head>\n    <title>Example Domain</title>\n</head>\n</html>\n")
+            return html(
+                200,
+                "<!doctype html>\n<html>\n<head>\n    <title>Example Domain</title>\n</head>\n</html>\n",
+            )
         if host in ("ifconfig.me", "api.ipify.org", "icanhazip.com"):
-            return text(200, "%d.%d.%d.%d\n" % (rng.randint(20, 220), rng.randint(0, 255), rng.randint(0, 255), rng.randint(1, 254)))
+            return text(
+                200,
+                ".".join(
+                    str(rng.randint(lo, hi)) for lo, hi in ((20, 220), (0, 255), (0, 255), (1, 254))
+                )
+                + "\n",
+            )
         return None
 
     handle.token_uuid = token_uuid  # type: ignore[attr-defined]
@@ -76,14 +92,26 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
     for _ in range(k):
         x = rng.randrange(13)
         if x == 0:
-            listing = "".join(f"-rw-r--r-- 1 root root {len(c):>5} Aug  1 12:00 {p.rsplit('/', 1)[-1]}\n" for p, c in a.files.items() if p.startswith("/tmp/"))
-            a.shell("ls -la /tmp", f"total {4 + 4 * len(a.files)}\ndrwxrwxrwt 1 root root 4096 Aug  1 12:00 .\ndrwxr-xr-x 1 root root 4096 Aug  1 11:58 ..\n{listing}")
+            listing = "".join(
+                f"-rw-r--r-- 1 root root {len(c):>5} Aug  1 12:00 {p.rsplit('/', 1)[-1]}\n"
+                for p, c in a.files.items()
+                if p.startswith("/tmp/")
+            )
+            a.shell(
+                "ls -la /tmp",
+                f"total {4 + 4 * len(a.files)}\ndrwxrwxrwt 1 root root 4096 Aug  1 12:00 .\ndrwxr-xr-x 1 root root 4096 Aug  1 11:58 ..\n{listing}",
+            )
         elif x == 1:
             a.shell("cat /etc/hosts", _etc_hosts(a))
         elif x == 2:
-            a.shell(pick(rng, ("id", "whoami", "id && pwd")), "uid=0(root) gid=0(root) groups=0(root)\n")
+            a.shell(
+                pick(rng, ("id", "whoami", "id && pwd")), "uid=0(root) gid=0(root) groups=0(root)\n"
+            )
         elif x == 3:
-            a.shell(pick(rng, ("which curl jq python3 nc", "which curl python3 jq")), "/usr/bin/curl\n/usr/bin/jq\n/usr/local/bin/python3\n/usr/bin/nc\n")
+            a.shell(
+                pick(rng, ("which curl jq python3 nc", "which curl python3 jq")),
+                "/usr/bin/curl\n/usr/bin/jq\n/usr/local/bin/python3\n/usr/bin/nc\n",
+            )
         elif x == 4:
             a.shell("python3 --version", "Python 3.14.0\n")
         elif x == 5 and a.apps:
@@ -96,9 +124,13 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
         elif x == 6:
             online = getattr(a.external, "online", False)
             cmd = "curl -s -m 5 -o /dev/null -w '%{http_code}\\n' https://pypi.org/simple/"
-            a.shell(cmd, "200\n" if online else "000\n", ms=rng.randint(150, 900) if online else 5000)
+            a.shell(
+                cmd, "200\n" if online else "000\n", ms=rng.randint(150, 900) if online else 5000
+            )
         elif x == 7:
-            a.shell("uname -a", f"Linux {a.hostname} 6.8.0-1021-aws #23-Ubuntu SMP x86_64 GNU/Linux\n")
+            a.shell(
+                "uname -a", f"Linux {a.hostname} 6.8.0-1021-aws #23-Ubuntu SMP x86_64 GNU/Linux\n"
+            )
         elif x == 8:
             a.shell(pick(rng, ("env | grep -i proxy", "env | grep -i -E 'proxy|app'")), "")
         elif x == 9:
@@ -112,11 +144,19 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
                     ms=rng.randint(6000, 15000),
                 )
         elif x == 10 and base:
-            a.http(req("GET", base + pick(rng, ("/health", "/health", "/api/health"))), sloppy=False)
+            a.http(
+                req("GET", base + pick(rng, ("/health", "/health", "/api/health"))), sloppy=False
+            )
         elif x == 11:
-            a.shell("cat /tmp/result.txt 2>/dev/null || echo 'no result yet'", "no result yet\n" if a.result is None else a.result + "\n")
+            a.shell(
+                "cat /tmp/result.txt 2>/dev/null || echo 'no result yet'",
+                "no result yet\n" if a.result is None else a.result + "\n",
+            )
         else:
-            a.shell(pick(rng, ("pwd && ls", "echo $SHELL; pwd")), "/\nbin\nboot\ndev\netc\nhome\nlib\nmedia\nmnt\nopt\nproc\nroot\nrun\nsbin\nsrv\nsys\ntmp\nusr\nvar\n")
+            a.shell(
+                pick(rng, ("pwd && ls", "echo $SHELL; pwd")),
+                "/\nbin\nboot\ndev\netc\nhome\nlib\nmedia\nmnt\nopt\nproc\nroot\nrun\nsbin\nsrv\nsys\ntmp\nusr\nvar\n",
+            )
 
 
 def maybe_noise(a: Agent, p: float = 0.4, k_max: int = 2, *, base: str | None = None) -> None:
@@ -145,7 +185,9 @@ COMMON_GUESSES = (
 )
 
 
-def guesses(a: Agent, base: str, k: int, extra: Sequence[str] = (), *, batch: bool | None = None) -> None:
+def guesses(
+    a: Agent, base: str, k: int, extra: Sequence[str] = (), *, batch: bool | None = None
+) -> None:
     """``k`` GETs of plausible but (mostly) absent paths."""
     rng = a.rng
     pool = list(dict.fromkeys([*extra, *COMMON_GUESSES]))
@@ -170,7 +212,16 @@ def finish(a: Agent, flag: str, *, thoughts: Sequence[str] = ()) -> None:
         a.maybe_think(pick(rng, thoughts), 0.8)
     a.write_result(flag)
     if rng.random() < 0.15:
-        a.think(pick(rng, ("Flag written to /tmp/result.txt. Done.", "The flag is saved; the task is complete.", "Done: result file contains the flag.")))
+        a.think(
+            pick(
+                rng,
+                (
+                    "Flag written to /tmp/result.txt. Done.",
+                    "The flag is saved; the task is complete.",
+                    "Done: result file contains the flag.",
+                ),
+            )
+        )
 
 
 def give_up(a: Agent, *, wrong: str | None = None) -> None:
@@ -216,10 +267,7 @@ def make_file(a: Agent, path: str, content: str) -> None:
     if one_line and rng.random() < 0.6:
         line = content.rstrip("\n")
         a.files[path] = line + "\n"
-        if rng.random() < 0.7:
-            cmd = f"echo '{line}' > {path}"
-        else:
-            cmd = f"printf '{line}\\n' > {path}"
+        cmd = f"echo '{line}' > {path}" if rng.random() < 0.7 else f"printf '{line}\\n' > {path}"
         if rng.random() < 0.4:
             cmd += f" && cat {path}"
             a.shell(cmd, line + "\n")

@@ -1,0 +1,107 @@
+"""How fast trajectory views are built and read.
+
+Builds synthetic episodes of every task, mode and style, then prints: views
+built per second (cold caches, then again warm), mean steps and requests per
+trajectory, and the cost of the monitor hot path
+``view.steps[i].requests[0].method`` read directly and through the restricted
+executor's attribute/item guards.
+
+    python bench/view_speed.py [--n 10000] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+import timeit
+from datetime import UTC, datetime
+
+from monsearch.corpora.model import Trajectory
+from monsearch.corpora.synth.scenario import REGISTRY
+from monsearch.corpora.synth.style import STYLES
+from monsearch.sandbox import view as view_module
+from monsearch.sandbox.view import build_views
+
+
+def synthetic(n: int, seed: int) -> list[Trajectory]:
+    rng = random.Random(seed)
+    tasks = sorted(REGISTRY)
+    styles = sorted(STYLES)
+    start = datetime(2026, 8, 1, tzinfo=UTC)
+    out: list[Trajectory] = []
+    for k in range(n):
+        task = tasks[k % len(tasks)]
+        scenario = REGISTRY[task]
+        mode = scenario.modes[rng.randrange(len(scenario.modes))]
+        style = STYLES[styles[rng.randrange(len(styles))]]
+        ep = scenario.build(mode.name, style, random.Random(rng.getrandbits(64)), start)
+        out.append(
+            Trajectory(
+                id=f"bench-{k}",
+                task=task,
+                generator="bench",
+                prompt=scenario.prompt,
+                steps=tuple(ep.steps),
+                outcome=ep.outcome,
+                solved=ep.solved,
+            )
+        )
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    trajs = synthetic(args.n, args.seed)
+    print(f"episodes: {len(trajs)} built in {time.perf_counter() - t0:.1f}s")
+
+    view_module._STEP_CACHE.clear()
+    t0 = time.perf_counter()
+    views = build_views(trajs)
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    build_views(trajs)
+    warm = time.perf_counter() - t0
+    steps = sum(len(v.steps) for v in views) / len(views)
+    reqs = sum(len(v.requests) for v in views) / len(views)
+    print(
+        f"build_views: {cold:.2f}s cold ({len(views) / cold:.0f} traj/s), {warm:.2f}s warm ({len(views) / warm:.0f} traj/s)"
+    )
+    print(
+        f"per trajectory: {steps:.1f} steps, {reqs:.1f} requests, {1000 * cold / len(views):.2f} ms cold"
+    )
+
+    with_req = [(v, i) for v in views for i, s in enumerate(v.steps) if s.requests][:1000]
+    reps = 200
+
+    def direct() -> None:
+        for v, i in with_req:
+            _ = v.steps[i].requests[0].method
+
+    ns = timeit.timeit(direct, number=reps) / (reps * len(with_req)) * 1e9
+    print(f"view.steps[i].requests[0].method: {ns:.0f} ns direct")
+    try:
+        from monsearch.sandbox.restricted import guarded_getattr, guarded_getitem
+    except ImportError:
+        return
+
+    def guarded() -> None:
+        for v, i in with_req:
+            guarded_getattr(
+                guarded_getitem(
+                    guarded_getattr(guarded_getitem(guarded_getattr(v, "steps"), i), "requests"), 0
+                ),
+                "method",
+            )
+
+    ns = timeit.timeit(guarded, number=reps) / (reps * len(with_req)) * 1e9
+    print(f"view.steps[i].requests[0].method: {ns:.0f} ns through the sandbox guards")
+
+
+if __name__ == "__main__":
+    main()
