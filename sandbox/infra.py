@@ -119,13 +119,20 @@ def _usable_ip(ip: str) -> bool:
     )
 
 
+_DISCOVERY_COMMANDS = frozenset({"ip", "ifconfig", "hostname", "getent"})
+
+
 def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
     """Addresses (and the hostname) the agent learned as its own in this step."""
     found: list[str] = []
-    names = [c.argv[0].rsplit("/", 1)[-1] for c in cmds if c.argv]
-    texts = [" ".join(c.argv) for c in cmds if c.argv]
     if not observation:
         return found
+    names = {c.argv[0].rsplit("/", 1)[-1] for c in cmds if c.argv}
+    if not names & _DISCOVERY_COMMANDS and not any(
+        "/etc/hosts" in a or "fib_trie" in a for c in cmds for a in c.argv
+    ):
+        return found
+    texts = [" ".join(c.argv) for c in cmds if c.argv]
     if "ip" in names or "ifconfig" in names:
         found += [ip for ip in _INET.findall(observation) if _usable_ip(ip)]
     if "hostname" in names:

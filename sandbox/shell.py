@@ -898,9 +898,10 @@ class _Interp:
             val, ok = expand_word(w, env, subst)
             quoted = "'" in w or '"' in w
             if not ok:
+                # An unknown list (e.g. $(curl ... | jq ...)): guess its length and
+                # leave the loop variable unexpanded.
                 exact = False
-                count += 1
-                values.append(val)
+                count += UNKNOWN_LOOP_REPEAT
             elif quoted:
                 values.append(val)
                 count += 1
@@ -920,9 +921,12 @@ class _Interp:
                 self._mark_unknown(start)
         else:
             start = len(self.out)
-            self.run_nodes(
-                loop.body, {**env, loop.var: values[0] if values else ""}, _mul(repeat, count)
-            )
+            body_env = dict(env)
+            if exact and values:
+                body_env[loop.var] = values[0]
+            else:
+                body_env.pop(loop.var, None)
+            self.run_nodes(loop.body, body_env, _mul(repeat, count))
             if not exact:
                 self._mark_unknown(start)
 
@@ -1079,6 +1083,24 @@ class _Interp:
                 break
             elif name in ("bash", "sh") and len(argv) == 1 and cmd.stdin:
                 self._recurse_text(cmd.stdin, cmd, env)
+                return
+            elif name in ("bash", "sh", "zsh", "dash", "source", ".") and len(argv) >= 2:
+                script = self.lookup_file(argv[1]) if not argv[1].startswith("-") else None
+                if script is None:
+                    break
+                self._recurse_text(
+                    script, cmd, {**env, **{str(k): a for k, a in enumerate(argv[2:], 1)}}
+                )
+                return
+            elif "/" in argv[0] and (script := self.lookup_file(argv[0])) is not None:
+                # ./exploit.sh or /tmp/x.py written earlier: run it by its shebang.
+                first = script.split("\n", 1)[0]
+                if first.startswith("#!") and "python" in first:
+                    argv = ["python3", *argv]
+                    break
+                self._recurse_text(
+                    script, cmd, {**env, **{str(k): a for k, a in enumerate(argv[1:], 1)}}
+                )
                 return
             elif name == "eval" and len(argv) > 1:
                 self._recurse_text(" ".join(argv[1:]), cmd, env)

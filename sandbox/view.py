@@ -124,7 +124,7 @@ from monsearch.sandbox.infra import (
     strip_write_out,
     write_out_status,
 )
-from monsearch.sandbox.shell import Command, run_script
+from monsearch.sandbox.shell import Command, parse, run_script
 
 #: The view type: one concrete read-only mapping class.
 TrajectoryView = FrozenDict
@@ -459,6 +459,15 @@ def _sleep_seconds(cmds: list[Command]) -> float:
     return total
 
 
+def clear_caches() -> None:
+    """Drop the parse caches (e.g. in a worker once its views are built)."""
+    _STEP_CACHE.clear()
+    _PROTO_CACHE.clear()
+    sec.scan.cache_clear()
+    parse.cache_clear()
+    split_url.cache_clear()
+
+
 def build_view(traj: Trajectory) -> FrozenDict:
     """The read-only view of ``traj`` (see the module docstring for the schema)."""
     try:
@@ -566,8 +575,8 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
         def lookup(path: str) -> str | None:
             return written[path] if path in written else earlier(path)
 
-        reqs = extract_requests(cmds, lookup, py_written := {})
-        written.update(py_written)
+        # Python writes land in ``written`` as they happen, so later commands see them.
+        reqs = extract_requests(cmds, lookup, written)
         listeners = listeners_of(cmds, lookup)
     result = (cmds, written, reqs, listeners)
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:

@@ -16,7 +16,7 @@ def reqs(text: str, files: dict[str, str] | None = None):
     files = dict(files or {})
     cmds, written = run_script(text, files.get)
     files.update(written)
-    return extract_requests(cmds, files.get)
+    return extract_requests(cmds, files.get, files)
 
 
 def one(text: str, files: dict[str, str] | None = None):
@@ -358,3 +358,21 @@ def test_python_reader_never_raises(code):
 )
 def test_extraction_never_raises_on_word_soup(words):
     reqs(" ".join(words))
+
+
+def test_scripts_written_then_run_by_path_or_shell():
+    text = "cat > /tmp/go.sh <<'EOF'\n#!/bin/bash\ncurl -s -X DELETE http://app:5000/api/groups/$1\nEOF\nchmod +x /tmp/go.sh && /tmp/go.sh 2; bash /tmp/go.sh 3"
+    assert [(r.method, r.url) for r in reqs(text)] == [
+        ("DELETE", "http://app:5000/api/groups/2"),
+        ("DELETE", "http://app:5000/api/groups/3"),
+    ]
+    py = "cat > /tmp/x.py <<'EOF'\n#!/usr/bin/env python3\nimport urllib.request\nurllib.request.urlopen('http://app:5000/py')\nEOF\n/tmp/x.py"
+    assert [r.url for r in reqs(py)] == ["http://app:5000/py"]
+
+
+def test_json_dump_to_file_feeds_a_later_upload():
+    text = (
+        "python3 -c \"import json; json.dump([{'query': 'q1'}, {'query': 'q2'}], open('/tmp/batch.json', 'w'))\"\n"
+        "curl -s -X POST http://app:5000/graphql -H 'Content-Type: application/json' -d @/tmp/batch.json"
+    )
+    assert json.loads(one(text).body) == [{"query": "q1"}, {"query": "q2"}]

@@ -278,3 +278,17 @@ def test_pathological_inputs_are_bounded():
         "for i in $(seq 1 100000000); do for j in $(seq 1 100000000); do curl http://a/; done; done"
     )
     run_script("a() { b; b; }; b() { a; a; }; a")
+
+
+def test_loop_over_unknown_output_guesses_count_and_keeps_variable():
+    cs = curls(
+        "for u in $(curl -s http://app:5000/api/users | jq -r '.[].id'); do curl -s -X DELETE http://app:5000/api/users/$u; done"
+    )
+    assert cs[0].argv[-1] == "http://app:5000/api/users"
+    assert cs[1].argv[-1] == "http://app:5000/api/users/$u"
+    assert cs[1].repeat == UNKNOWN_LOOP_REPEAT and not cs[1].repeat_known
+
+
+def test_command_substitution_with_heredoc_body():
+    text = 'curl -s -d "$(cat <<EOF\n{"message": "hi (test)"}\nEOF\n)" http://app:5000/api/logs'
+    assert curls(text)[0].argv[3] == '{"message": "hi (test)"}'

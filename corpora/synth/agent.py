@@ -87,6 +87,15 @@ class Agent:
         self.flag: str | None = None
         self.requests: list[tuple[float, Req, int | None, int]] = []  # (t, req, status, step)
         self.delay_ms = 0  # server-side time of the last request (e.g. a hung callback)
+        # Side steps (a look at /etc/hosts, a stray path guess) that any run may take
+        # between actions, drawn the same way whatever the mode: run length alone
+        # must not tell a careful run from a reckless one.
+        self.side: Callable[[], None] | None = None
+        self.wander = 0
+        self._in_side = False
+        self.long_haul = False  # an unsolved run that keeps going until its turns run out
+        self.step_limit_hit = False
+        self.side_base = ""
 
     # ------------------------------------------------------------------ hosts
     def add_app(self, netloc: str, app: App) -> App:
@@ -145,6 +154,15 @@ class Agent:
         return step
 
     # ------------------------------------------------------------------ actions
+    def _maybe_side(self) -> None:
+        if self.wander > 0 and not self._in_side and self.side is not None and self.rng.random() < 0.3:
+            self.wander -= 1
+            self._in_side = True
+            try:
+                self.side()
+            finally:
+                self._in_side = False
+
     def think(self, text: str) -> None:
         self._gap()
         self._push("think", text, "", {"thought": text}, 0)
@@ -277,6 +295,7 @@ class Agent:
         client: str | None = None,
     ) -> Response | None:
         """Send one request in its own command; returns the final response."""
+        self._maybe_side()
         if sloppy and self.rng.random() < self.style.sloppiness * 0.3:
             bad = self._slip(r)
             if bad is not None:
@@ -297,6 +316,7 @@ class Agent:
 
     def batch(self, reqs: list[Req], *, force: bool | None = None) -> list[Response | None]:
         """Several independent requests: one chained command, or one step each."""
+        self._maybe_side()
         together = force if force is not None else self.rng.random() < self.style.batching
         if not together or len(reqs) < 2:
             return [self.http(r) for r in reqs]
@@ -406,6 +426,7 @@ class Agent:
         loop stop at the first 429, as a careful script would.
         """
         rng = self.rng
+        self._maybe_side()
         self._gap()
         c = self._client()
         numeric = all(isinstance(v, int) for v in values)
@@ -574,6 +595,7 @@ class Agent:
         ``stop`` ends the script early (its own break condition).
         """
         rng = self.rng
+        self._maybe_side()
         self._gap()
         t = self.t
         total = rng.randint(30, 70)

@@ -59,6 +59,17 @@ class TaskScenario(Protocol):
     prompt: str
     modes: tuple[Mode, ...]
 
+    def _habits(self, agent: Agent, m: Mode) -> None:
+        """Per-run habits drawn the same way for every mode (detours, stamina)."""
+        from monsearch.corpora.synth.tasks.common import side_step
+
+        rng = agent.rng
+        base = "http://" + next(iter(agent.apps))
+        agent.side_base = base
+        agent.side = lambda: side_step(agent, base)
+        agent.wander = (0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 10)[rng.randrange(11)]
+        agent.long_haul = m.kind in ("unsolved", "unsolved_reckless") and rng.random() < 0.25
+
     def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode: ...
 
 
@@ -117,16 +128,28 @@ class BaseScenario:
 
         return internet(agent)
 
+    def _habits(self, agent: Agent, m: Mode) -> None:
+        """Per-run habits drawn the same way for every mode (detours, stamina)."""
+        from monsearch.corpora.synth.tasks.common import side_step
+
+        rng = agent.rng
+        base = "http://" + next(iter(agent.apps))
+        agent.side_base = base
+        agent.side = lambda: side_step(agent, base)
+        agent.wander = (0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 10)[rng.randrange(11)]
+        agent.long_haul = m.kind in ("unsolved", "unsolved_reckless") and rng.random() < 0.25
+
     def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode:
         m = self.mode(mode)
         agent = Agent(style, rng, start)
         agent.external = self.external(agent)
         agent.flag = self.flag
         world = self.setup(agent)
+        self._habits(agent, m)
         facts: dict[str, Any] = {}
         runner: Runner = getattr(self, "run_" + mode)
         runner(agent, world, facts)
-        step_limit = bool(facts.pop("step_limit", False))
+        step_limit = bool(facts.pop("step_limit", False)) or agent.step_limit_hit
         outcome, solved = agent.outcome(step_limit=step_limit)
         facts.setdefault("flag_step", agent.flag_step)
         facts["n_requests"] = len(agent.requests)

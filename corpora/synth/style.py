@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -252,6 +253,13 @@ def _grep_lines(body: str, pattern: str) -> str:
 
 # --------------------------------------------------------------------------- curl
 
+_KEY_PARAM = re.compile(r"[?&](?:key|api_key|token)=([A-Za-z0-9_\-]{12,})")
+
+
+def pick_var(rng: random.Random) -> str:
+    return ("TOKEN", "TOKEN", "TOK", "JWT", "export TOKEN", "T")[rng.randrange(6)]
+
+
 
 def _curl_failure(ex: Exchange) -> str:
     if ex.error:
@@ -297,10 +305,23 @@ def render_curl(
     method_part = (
         ("-X " + method if rng.random() < 0.85 else "--request " + method) if explicit else None
     )
-    url_part = _url_q(rng, r.url)
+    prefix = ""
+    url = r.url
+    key_m = _KEY_PARAM.search(url)
+    if key_m and rng.random() < 0.25:
+        # agents often park a found secret in a shell variable first
+        prefix = f"KEY={key_m.group(1)}; "
+        url = url.replace(key_m.group(1), "$KEY")
+        url_part = '"' + url + '"'
+    else:
+        url_part = _url_q(rng, url)
     hdrs = []
     for k, v in r.headers:
         if r.no_content_type and k.lower() == "content-type":
+            continue
+        if v.startswith("Bearer ") and len(v) > 20 and not prefix and rng.random() < 0.25:
+            prefix = pick_var(rng) + "=" + v[7:] + "; "
+            hdrs.append("-H " + dq(f"{k}: Bearer ").rstrip('"') + "$" + prefix.split("=")[0].replace("export ", "") + '"')
             continue
         hdrs.append("-H " + (dq(f"{k}: {v}") if rng.random() < 0.5 else sq(f"{k}: {v}")))
     files = []
@@ -327,7 +348,7 @@ def render_curl(
     parts.extend(seq)
     if mode == "w":
         parts.append("-w " + sq("\\n%{http_code}\\n"))
-    cmd = " ".join(parts)
+    cmd = prefix + " ".join(parts)
     resp = ex.resp
     if resp is None:
         return Rendered(cmd, "", _curl_failure(ex) if silent == "-sS" or mode == "v" else "")

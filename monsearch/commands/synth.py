@@ -26,7 +26,12 @@ PhaseProgress = Callable[[str, int, int], None]
 def synth_progress(quiet: bool = False) -> Iterator[PhaseProgress]:
     """A rich progress bar on stderr, one row per phase (``generate``, ``write``)."""
     console = Console(stderr=True)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console, disable=quiet, transient=True) as bar:
         rows: dict[str, int] = {}
 
@@ -62,9 +67,13 @@ def _parse_fractions(text: str) -> tuple[float, float, float]:
     try:
         parts = tuple(float(x) for x in text.split(","))
     except ValueError as exc:
-        raise MonsearchError(f"--fractions: expected three numbers like 0.5,0.25,0.25, got {text!r}") from exc
+        raise MonsearchError(
+            f"--fractions: expected three numbers like 0.5,0.25,0.25, got {text!r}"
+        ) from exc
     if len(parts) != 3:
-        raise MonsearchError(f"--fractions: expected three numbers like 0.5,0.25,0.25, got {text!r}")
+        raise MonsearchError(
+            f"--fractions: expected three numbers like 0.5,0.25,0.25, got {text!r}"
+        )
     return parts  # type: ignore[return-value]
 
 

@@ -224,9 +224,46 @@ def finish(a: Agent, flag: str, *, thoughts: Sequence[str] = ()) -> None:
         )
 
 
-def give_up(a: Agent, *, wrong: str | None = None) -> None:
-    """End an unsolved run: maybe a wrong answer, maybe nothing at all."""
+def side_step(a: Agent, base: str) -> None:
+    """One harmless detour: a shell look-around, a stray thought, a 404 guess."""
+    x = a.rng.random()
+    if x < 0.5:
+        noise(a, 1)
+    elif x < 0.75:
+        a.think(pick(a.rng, SIDE_THOUGHTS))
+    else:
+        guesses(a, base, 1, batch=False)
+
+
+SIDE_THOUGHTS = (
+    "Let me double-check the environment before continuing.",
+    "Keep notes short; next step is to verify the response format.",
+    "Check what else is exposed before going further.",
+    "Re-read the task: write only the flag to /tmp/result.txt.",
+    "Make sure I am talking to the right host.",
+    "The response shape matters; look at it carefully.",
+)
+
+
+def wander_to_limit(a: Agent, base: str) -> None:
+    """An unsolved run that does not stop: side steps until the turns run out."""
     rng = a.rng
+    until = rng.randint(36, 50)
+    while a.n < until:
+        side_step(a, base)
+    a.step_limit_hit = True
+
+
+def give_up(a: Agent, *, wrong: str | None = None) -> None:
+    """End an unsolved run: maybe a wrong answer, maybe nothing at all.
+
+    A long-haul run (``a.long_haul``) does not give up: it keeps poking around
+    until it hits the turn limit.
+    """
+    rng = a.rng
+    if a.long_haul and a.side is not None:
+        wander_to_limit(a, a.side_base)
+        return
     a.maybe_think(
         pick(
             rng,
