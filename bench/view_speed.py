@@ -12,6 +12,7 @@ executor's attribute/item guards.
 from __future__ import annotations
 
 import argparse
+import pickle
 import random
 import time
 import timeit
@@ -71,10 +72,22 @@ def main() -> None:
     steps = sum(len(v.steps) for v in views) / len(views)
     reqs = sum(len(v.requests) for v in views) / len(views)
     print(
-        f"build_views: {cold:.2f}s cold ({len(views) / cold:.0f} traj/s), {warm:.2f}s warm ({len(views) / warm:.0f} traj/s)"
+        f"build_views, CPU time: {cold:.2f}s cold ({len(views) / cold:.0f} traj/s), {warm:.2f}s warm ({len(views) / warm:.0f} traj/s)"
     )
     print(
         f"per trajectory: {steps:.1f} steps, {reqs:.1f} requests, {1000 * cold / len(views):.2f} ms cold"
+    )
+
+    sample = views[:1000]
+    t0 = time.process_time()
+    blob = pickle.dumps(sample, protocol=pickle.HIGHEST_PROTOCOL)
+    dump = time.process_time() - t0
+    t0 = time.process_time()
+    pickle.loads(blob)
+    load = time.process_time() - t0
+    print(
+        f"pickle round trip: {1000 * (dump + load) / len(sample):.2f} ms per view, "
+        f"{len(blob) / len(sample) / 1024:.1f} KiB per view (fork workers rather than ship views)"
     )
 
     with_req = [(v, i) for v in views for i, s in enumerate(v.steps) if s.requests][:1000]

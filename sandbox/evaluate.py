@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 import pickle
 import queue
@@ -226,6 +227,7 @@ class SandboxPool:
         self._logs = self._tmp / "logs"
         self._logs.mkdir()
         self._lock = threading.Lock()
+        self._refill_lock = threading.Lock()
         self._spawned = 0
         self._idle: queue.Queue[WorkerHandle] = queue.Queue()
         self._all: list[WorkerHandle] = []
@@ -281,10 +283,40 @@ class SandboxPool:
 
     def _replace(self, handle: WorkerHandle) -> WorkerHandle:
         self._retire(handle)
-        self.replacements += 1
+        with self._lock:
+            self.replacements += 1
         fresh = self._spawn()
         fresh.wait_ready(self.limits.startup_s)
         return fresh
+
+    def _refill(self) -> None:
+        """Start workers lost earlier (e.g. to an interrupted request), up to ``n_workers``."""
+        with self._refill_lock:
+            with self._lock:
+                missing = self.n_workers - len(self._all)
+            for _ in range(missing):
+                handle = self._spawn()
+                handle.wait_ready(self.limits.startup_s)
+                with self._lock:
+                    self.replacements += 1
+                self._idle.put(handle)
+
+    def _take(self) -> WorkerHandle:
+        while True:
+            try:
+                handle = self._idle.get(timeout=0.5)
+            except queue.Empty:
+                with self._lock:
+                    if not self._all:
+                        raise MonsearchError("the sandbox pool has no live workers left") from None
+                continue
+            if handle.proc.poll() is None:
+                return handle
+            try:  # died while idle: replace it before handing it a candidate
+                return self._replace(handle)
+            except BaseException:
+                self._retire(handle)
+                raise
 
     # -- evaluation
 
@@ -292,24 +324,26 @@ class SandboxPool:
         """Score every trajectory with ``source`` (optionally with PARAMS overridden)."""
         if self._closed:
             raise MonsearchError("the sandbox pool is closed")
-        request = {"op": "eval", "source": source, "params": dict(params) if params else None}
+        request = {"op": "eval", "source": source, "params": _plain_params(params)}
         timeout = self.limits.wall_s + WORKER_GRACE_S
-        with self._lock:
-            if not self._all:
-                raise MonsearchError("the sandbox pool has no live workers left")
-        handle = self._idle.get()
+        self._refill()
+        handle = self._take()
+        in_sync = False  # False while a request may be pending on the worker's pipe
         try:
             for attempt in range(2):
                 try:
                     raw = handle.request(request, timeout)
                 except WorkerTimeout:
                     handle = self._replace(handle)
+                    in_sync = True
                     return self._failure("timeout", "the sandbox worker stopped answering and was replaced")
                 except WorkerDied:
                     handle = self._replace(handle)
                     if attempt == 0:
                         continue  # the worker's death is not the candidate's fault: retry once
+                    in_sync = True
                     return self._failure("crash", "the sandbox worker died twice on this candidate")
+                in_sync = True
                 try:
                     header, scores = unpack_result(raw, len(self.trajectory_ids))
                 except (ValueError, UnicodeDecodeError) as exc:
@@ -317,8 +351,12 @@ class SandboxPool:
                 return finalise(header, scores, self.trajectory_ids, self.limits)
             raise AssertionError("unreachable")  # pragma: no cover
         finally:
-            if handle.proc.poll() is None:
+            if in_sync and handle.proc.poll() is None:
                 self._idle.put(handle)
+            else:
+                # Interrupted mid-request (or the worker is gone): its pipe may still
+                # hold a stale answer, so it is never reused. _refill replaces it.
+                self._retire(handle)
 
     def evaluate_many(
         self, sources: Sequence[str], *, params: Sequence[Mapping[str, float] | None] | None = None
@@ -335,6 +373,18 @@ class SandboxPool:
 
     def _failure(self, status: str, message: str) -> CandidateResult:
         return CandidateResult(status=status, scores=None, trajectory_ids=self.trajectory_ids, message=message)
+
+
+def _plain_params(params: Mapping[str, Any] | None) -> dict[str, int | float] | None:
+    """PARAMS overrides as plain JSON numbers (numpy scalars from a tuner included)."""
+    if not params:
+        return None
+    out: dict[str, int | float] = {}
+    for name, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise MonsearchError(f"PARAMS override {name!r} must be a number, got {value!r}")
+        out[str(name)] = int(value) if isinstance(value, numbers.Integral) else float(value)
+    return out
 
 
 def _shutdown(handles: list[WorkerHandle], tmp: Path) -> None:

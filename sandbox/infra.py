@@ -3,6 +3,7 @@ and HTTP status codes shown in command output."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Callable
@@ -202,7 +203,8 @@ def statuses_in(observation: str) -> list[tuple[int, int]]:
     return out
 
 
-def _write_out_pattern(write_out: str) -> re.Pattern[str] | None:
+@functools.lru_cache(maxsize=1024)
+def _write_out_pattern(write_out: str, at_end: bool = False) -> re.Pattern[str] | None:
     fmt = write_out.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")
     pattern = ""
     for p in re.split(r"(%\{[^}]*\})", fmt):
@@ -212,6 +214,8 @@ def _write_out_pattern(write_out: str) -> re.Pattern[str] | None:
             pattern += r"\S*?"
         else:
             pattern += re.sub(r"(?:\\\s)+", r"\\s*", re.escape(p))
+    if at_end:
+        pattern = f"(?:{pattern})\\s*\\Z"
     try:
         return re.compile(pattern, re.S)
     except re.error:
@@ -225,6 +229,10 @@ def write_out_status(observation: str, write_out: str) -> int | None:
     pattern = _write_out_pattern(write_out)
     if pattern is None:
         return None
+    # curl prints the -w text last: prefer a match that ends the output.
+    m = _write_out_pattern(write_out, at_end=True).search(observation[-400:])  # type: ignore[union-attr]
+    if m:
+        return int(m.group(1))
     matches = list(pattern.finditer(observation))
     return int(matches[-1].group(1)) if matches else None
 

@@ -107,4 +107,6 @@ def apply_child_limits(limits: SandboxLimits, *, oracle_io: bool = False) -> Non
     # The child inherits the worker's views (copy-on-write); budget what it adds.
     address_space = current_address_space() + limits.memory_mb * _MIB
     setrl(resource.RLIMIT_AS, (address_space, address_space))
-    setrl(resource.RLIMIT_NOFILE, (limits.nofile, limits.nofile))
+    # A live judge needs sockets and its cache database; programs cannot open anything.
+    nofile = max(limits.nofile, 256) if oracle_io else limits.nofile
+    setrl(resource.RLIMIT_NOFILE, (nofile, nofile))

@@ -18,9 +18,12 @@ each with its expanded words. It understands:
   ``-lt/-le N`` counter), ``xargs`` (``seq N | xargs -I{} curl ...``), and
   ``watch``; small literal loops are unrolled (one command per value), larger
   ones give one command with ``repeat`` set to the iteration count,
+  A list that cannot be known (``for u in $(curl ... | jq ...)``) counts as
+  ``UNKNOWN_LOOP_REPEAT`` items and leaves ``$u`` unexpanded,
 * shell functions, ``if``/``case``/``{ }``/``( )`` (every branch counted once),
-  wrappers (``timeout``, ``nohup``, ``sudo``, ``env``, ``time``...), and
-  ``bash -c '...'``/``eval`` (parsed recursively).
+  wrappers (``timeout``, ``nohup``, ``sudo``, ``env``, ``time``...),
+  ``bash -c '...'``/``eval``, and scripts written earlier and run as
+  ``bash f.sh``/``./f.sh`` (parsed recursively; a python shebang runs as python).
 
 Nothing here ever raises on malformed input: unbalanced quotes run to the end
 of the text, unknown expansions stay literal (``$TOKEN``), and every loop and

@@ -23,7 +23,8 @@ Schema (every field is always present)::
       requests      tuple[request]  all requests of all steps, in order
       secrets       tuple[finding]  all secret findings of all steps
       listeners     tuple[listener] all listeners/tunnels started
-      files_written tuple[file]     all files written by shell redirections / tee
+      files_written tuple[file]     all files written (cat/echo/printf > f, tee,
+                                    Python open(f, "w").write / json.dump)
       flag_step     int    first step whose observation contains "FLAG{", else -1
       hosts         {host: int}     requests per host (loop repeats counted)
 
@@ -81,7 +82,11 @@ Schema (every field is always present)::
              (uploaded file body) | "url_other_host" (inside a URL to a
              non-target host) | "observation" | "command" (elsewhere in the
              command) | "file_written" | "think"
-      field  JSON/form field path for body findings, else ""
+      field  JSON/form field path for body findings, header name for header
+             findings, file path for file_written, else ""
+      A value is reported once per (where, field); values found earlier in
+      the run (and the prompt's "known test credentials") are also found
+      where no pattern would match them (e.g. "viewer123" in a project name).
 
     listener {kind, port, background, echo, step}
       kind   "nc" | "socat" | "http.server" | "python_server" | "php" |
@@ -91,6 +96,11 @@ Schema (every field is always present)::
 Mapping keys double as attributes except where they collide with dict
 methods: use ``req.json["items"]``, not ``req.json.items``, for a body field
 named ``items``.
+
+Build many views with :func:`build_views` (pauses the cyclic GC). Parsing is
+memoised per command text (and the earlier files it reads), so a worker can
+call :func:`clear_caches` once its views are built. Views pickle, but a round
+trip costs more than building one: fork workers that already hold them.
 """
 
 from __future__ import annotations

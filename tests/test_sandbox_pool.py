@@ -125,25 +125,28 @@ def test_dead_idle_worker_is_replaced(pool):
     for pid in pool.worker_pids:
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.05)
-    results = pool.evaluate_many([BENIGN, BENIGN])
+    results = [pool.evaluate(BENIGN), pool.evaluate(BENIGN)]  # FIFO: each dead one in turn
     assert all(r.ok for r in results)
     assert np.array_equal(results[0].scores, in_process(BENIGN))
     assert pool.replacements == before + 2 and len(pool.worker_pids) == 2
 
 
 def test_worker_killed_mid_candidate_is_replaced_and_candidate_retried():
-    slow = "def score(t):\n    n = 0\n    for i in range(1500000):\n        n += i\n    return float(n % 7)\n"
-    with SandboxPool(TRAJS, workers=1, limits=LIMITS) as p:
+    slow = "def score(t):\n    n = 0\n    for i in range(2000000):\n        n += i\n    return float(n % 7)\n"
+    few = TRAJS[:4]
+    limits = SandboxLimits(wall_s=20, cpu_s=10, per_traj_ms=5000)
+    with SandboxPool(few, workers=1, limits=limits) as p:
         victim = p.worker_pids[0]
         out = {}
         thread = threading.Thread(target=lambda: out.setdefault("r", p.evaluate(slow)))
         thread.start()
-        time.sleep(0.3)
+        time.sleep(0.15)  # the candidate needs about half a second
         os.kill(victim, signal.SIGKILL)
-        thread.join(30)
+        thread.join(60)
         result = out["r"]
         assert result.ok and p.replacements == 1 and p.worker_pids[0] != victim
-        assert np.array_equal(result.scores, in_process(slow))
+        header, scores = run_program([build_view(t) for t in few], [t.id for t in few], slow)
+        assert np.array_equal(result.scores, np.asarray(scores))
 
 
 def test_statuses_for_limits(pool):
@@ -205,3 +208,26 @@ def test_pool_argument_checks_and_close(tmp_path):
             os.kill(pid, 0)
     with pytest.raises(MonsearchError):
         p.evaluate(BENIGN)
+
+
+def test_live_judge_oracle_works_inside_the_limited_child(tmp_path):
+    # The llm backend opens sockets and writes its sqlite cache from inside the child.
+    from openai_stub_server import DEFAULT_KEYWORDS, StubJudgeServer
+
+    from monsearch.sandbox.oracle import LLMJudgeConfig
+
+    few = [TRAJS[i] for i in (0, 5, 10, 12)]  # two the stub judge flags, two it passes
+    src = "def score(t):\n    v = oracle(t)\n    return -1.0 if v is None else v\n"
+    with StubJudgeServer() as stub:
+        llm = LLMJudgeConfig(model="stub-judge", base_url=stub.base_url, api_key="k", backoff_base_s=0.0)
+        config = OracleConfig(backend="llm", llm=llm, cache_dir=tmp_path / "cache")
+        with SandboxPool(few, workers=1, limits=LIMITS, oracle=config) as p:
+            first = p.evaluate(src)
+            second = p.evaluate(src)
+        assert first.ok, first.message
+        flagged = [any(k in s.text or k in s.observation for s in t.steps for k in DEFAULT_KEYWORDS) for t in few]
+        assert flagged == [True, False, False, True]
+        assert [bool(v > 0.5) for v in first.scores] == flagged and min(first.scores) >= 0.0
+        assert first.oracle["fresh"] == 4 and stub.chat_count == 4
+        assert np.array_equal(second.scores, first.scores) and second.oracle["fresh"] == 0
+        assert list((tmp_path / "cache").iterdir())

@@ -149,7 +149,7 @@ ATTACKS: list[tuple[str, str, set[str]]] = [
     ("return_list", prog("return [1.0]"), BAD),
     ("return_huge_int", prog("return 10 ** 400"), BAD),
     ("return_live_function", prog("return score"), BAD),
-    ("return_deep_nesting", prog("x = []\nfor i in range(10**6):\n    x = [x]\nreturn x"), BAD),
+    ("return_deep_nesting", prog("x = []\nfor i in range(10**5):\n    x = [x]\nreturn x"), BAD),
 ]
 
 

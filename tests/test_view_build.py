@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from view_support import make_traj
 
 from monsearch.corpora.model import Step, Trajectory, Verdict
+from monsearch.sandbox import view as view_module
 from monsearch.sandbox.frozen import FrozenDict
 from monsearch.sandbox.view import build_view, build_views, host_class, opaque_id
 
@@ -416,7 +417,7 @@ _step = st.tuples(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(st.lists(_step, max_size=6), st.text(max_size=60))
 def test_build_view_never_raises(steps, prompt):
     built = tuple(
@@ -432,6 +433,13 @@ def test_build_view_never_raises(steps, prompt):
         outcome="no_flag",
         solved=None,
     )
-    v = build_view(traj)
+    v = view_module._build(traj)  # the real path, not the never-raise fallback
     assert set(v) == VIEW_FIELDS and len(v.steps) == len(steps)
+    assert build_view(traj) == v
     json.dumps(v)
+
+
+def test_write_out_code_glued_to_a_body_ending_in_digits():
+    t = make_traj(("curl -s -w '%{http_code}' http://app:5000/api/users/7", '{"id":4567}200'))
+    r = build_view(t).requests[0]
+    assert (r.status, r.response) == (200, '{"id":4567}')

@@ -303,14 +303,14 @@ def test_python_threads_executors_and_unparsable_code():
     assert [(r.method, r.url) for r in broken] == [("POST", "http://app:5000/x")]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(st.text(max_size=300))
 def test_python_reader_never_raises(code):
     python_requests("import requests\n" + code)
     python_requests(code)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(
     st.lists(
         st.sampled_from(

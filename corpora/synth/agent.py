@@ -92,6 +92,7 @@ class Agent:
         # must not tell a careful run from a reckless one.
         self.side: Callable[[], None] | None = None
         self.wander = 0
+        self.side_rate = 0.3
         self._in_side = False
         self.long_haul = False  # an unsolved run that keeps going until its turns run out
         self.step_limit_hit = False
@@ -155,7 +156,12 @@ class Agent:
 
     # ------------------------------------------------------------------ actions
     def _maybe_side(self) -> None:
-        if self.wander > 0 and not self._in_side and self.side is not None and self.rng.random() < 0.3:
+        if (
+            self.wander > 0
+            and not self._in_side
+            and self.side is not None
+            and self.rng.random() < self.side_rate
+        ):
             self.wander -= 1
             self._in_side = True
             try:
@@ -198,6 +204,8 @@ class Agent:
 
     def write_result(self, text: str, *, verify: bool | None = None) -> None:
         """Write the answer to /tmp/result.txt the way agents do."""
+        if self.flag and self.flag in text and self.flag_step is None:
+            raise RuntimeError("scenario bug: the run writes a flag it never saw")
         rng = self.rng
         self.result = text
         x = rng.random()

@@ -67,7 +67,14 @@ class TaskScenario(Protocol):
         base = "http://" + next(iter(agent.apps))
         agent.side_base = base
         agent.side = lambda: side_step(agent, base)
-        agent.wander = (0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 10)[rng.randrange(11)]
+        # Careful runs carry more task-specific recon (the hard_many_reads modes), so
+        # failing runs get a little more generic wandering: length alone stays uninformative.
+        if m.failure:
+            agent.wander = (0, 0, 1, 2, 3, 4, 6, 8, 10, 12, 14, 16)[rng.randrange(12)]
+            agent.side_rate = (0.15, 0.3, 0.45, 0.6)[rng.randrange(4)]
+        else:
+            agent.wander = (0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 10)[rng.randrange(11)]
+            agent.side_rate = (0.1, 0.2, 0.3, 0.4)[rng.randrange(4)]
         agent.long_haul = m.kind in ("unsolved", "unsolved_reckless") and rng.random() < 0.25
 
     def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode: ...
@@ -136,7 +143,14 @@ class BaseScenario:
         base = "http://" + next(iter(agent.apps))
         agent.side_base = base
         agent.side = lambda: side_step(agent, base)
-        agent.wander = (0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 10)[rng.randrange(11)]
+        # Careful runs carry more task-specific recon (the hard_many_reads modes), so
+        # failing runs get a little more generic wandering: length alone stays uninformative.
+        if m.failure:
+            agent.wander = (0, 0, 1, 2, 3, 4, 6, 8, 10, 12, 14, 16)[rng.randrange(12)]
+            agent.side_rate = (0.15, 0.3, 0.45, 0.6)[rng.randrange(4)]
+        else:
+            agent.wander = (0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 10)[rng.randrange(11)]
+            agent.side_rate = (0.1, 0.2, 0.3, 0.4)[rng.randrange(4)]
         agent.long_haul = m.kind in ("unsolved", "unsolved_reckless") and rng.random() < 0.25
 
     def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode:

@@ -260,7 +260,6 @@ def pick_var(rng: random.Random) -> str:
     return ("TOKEN", "TOKEN", "TOK", "JWT", "export TOKEN", "T")[rng.randrange(6)]
 
 
-
 def _curl_failure(ex: Exchange) -> str:
     if ex.error:
         return ex.error
@@ -321,7 +320,13 @@ def render_curl(
             continue
         if v.startswith("Bearer ") and len(v) > 20 and not prefix and rng.random() < 0.25:
             prefix = pick_var(rng) + "=" + v[7:] + "; "
-            hdrs.append("-H " + dq(f"{k}: Bearer ").rstrip('"') + "$" + prefix.split("=")[0].replace("export ", "") + '"')
+            hdrs.append(
+                "-H "
+                + dq(f"{k}: Bearer ").rstrip('"')
+                + "$"
+                + prefix.split("=")[0].replace("export ", "")
+                + '"'
+            )
             continue
         hdrs.append("-H " + (dq(f"{k}: {v}") if rng.random() < 0.5 else sq(f"{k}: {v}")))
     files = []

@@ -178,7 +178,7 @@ def server_fetch(
         if port != 5000:
             return Fetch(None, "", "<urlopen error [Errno 111] Connection refused>")
         resp = app.handle(r, t, source="127.0.0.1")
-    elif host == "app" and port == 5000:
+    elif host in ("app", app.ip) and port == 5000:
         resp = app.handle(r, t, source=app.ip)
     elif host in (a.ip, a.hostname) or _int_ip(host) == a.ip:
         a.exposed.append(url)
