@@ -47,7 +47,9 @@ def load_val(size: int | None) -> tuple[list[Any], str]:
 
         n = 2500 if size is None else max(1, size // 6)
         reason = f"{type(exc).__name__}: {str(exc)[:120]}"
-        return make_trajectories(n), f"FALLBACK hand-built test corpus, {n} trajectories (generator unusable: {reason})"
+        return make_trajectories(
+            n
+        ), f"FALLBACK hand-built test corpus, {n} trajectories (generator unusable: {reason})"
 
 
 def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -61,7 +63,9 @@ def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=None, help="corpus size (default: the default corpus)")
+    parser.add_argument(
+        "--size", type=int, default=None, help="corpus size (default: the default corpus)"
+    )
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--candidates", type=int, default=16)
     args = parser.parse_args()
@@ -98,6 +102,8 @@ def main() -> None:
         pool.evaluate(SEED_MONITOR)  # warm up
         t_sandbox, result = best_of(args.repeat, lambda: pool.evaluate(SEED_MONITOR))
         walls = [pool.evaluate(SEED_MONITOR) for _ in range(3)]
+        trivial = "def score(traj):\n    return 0.0\n"
+        t_fixed, fixed = best_of(args.repeat, lambda: pool.evaluate(trivial))
     assert result.ok and list(result.scores) == plain_scores
     child_wall = statistics.median(r.wall_s for r in walls)
     child_cpu = statistics.median(r.cpu_s for r in walls)
@@ -120,7 +126,15 @@ def main() -> None:
     print(row("plain exec (same process)", t_plain))
     print(row("restricted, in-process", t_restricted))
     print(row("sandboxed end to end (1 worker)", t_sandbox))
-    print(f"  child process: wall {child_wall * 1e3:.1f} ms, cpu {child_cpu * 1e3:.1f} ms (median of 3)")
+    faults = statistics.median(r.usage.get("minor_faults", 0) for r in walls)
+    print(
+        f"  child process: wall {child_wall * 1e3:.1f} ms, cpu {child_cpu * 1e3:.1f} ms, "
+        f"{faults:.0f} minor page faults (copy-on-write) (median of 3)"
+    )
+    print(
+        f"  fixed cost per candidate (a program returning 0.0): {t_fixed * 1e3:.1f} ms, "
+        f"{fixed.usage.get('minor_faults', 0)} page faults"
+    )
     print(
         f"\nthroughput, {workers} workers, {args.candidates} candidates: "
         f"{args.candidates * n / t_many:,.0f} trajectory scorings/s "

@@ -88,6 +88,8 @@ class CandidateResult:
     message: str = ""
     n_timeouts: int = 0
     output: str = ""
+    #: Resource use of the child: ``max_rss_kb``, ``minor_faults`` (copy-on-write copies).
+    usage: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -106,6 +108,7 @@ class CandidateResult:
             "cpu_s": self.cpu_s,
             "message": self.message,
             "output": self.output,
+            "usage": dict(self.usage),
         }
 
 
@@ -115,6 +118,12 @@ def _float(value: Any) -> float:
 
 def _int(value: Any) -> int:
     return value if type(value) is int and value >= 0 else 0
+
+
+def _usage(value: Any) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if type(v) is int and v >= 0}
 
 
 def _errors(value: Any, keep: int) -> list[dict[str, Any]]:
@@ -128,7 +137,9 @@ def _errors(value: Any, keep: int) -> list[dict[str, Any]]:
             entry = {
                 "kind": str(item.get("kind", ""))[:40],
                 "message": str(item.get("message", ""))[:2000],
-                "trajectory_id": item.get("trajectory_id") if isinstance(item.get("trajectory_id"), str) else None,
+                "trajectory_id": item.get("trajectory_id")
+                if isinstance(item.get("trajectory_id"), str)
+                else None,
                 "line": line if type(line) is int else None,
             }
             if type(col) is int:
@@ -137,7 +148,9 @@ def _errors(value: Any, keep: int) -> list[dict[str, Any]]:
     return out
 
 
-def finalise(header: Mapping[str, Any], raw_scores: bytes, ids: tuple[str, ...], limits: SandboxLimits) -> CandidateResult:
+def finalise(
+    header: Mapping[str, Any], raw_scores: bytes, ids: tuple[str, ...], limits: SandboxLimits
+) -> CandidateResult:
     """Apply the error-rate rule and the fallback score to a worker's answer."""
     status = header.get("status")
     keep = max(limits.max_errors_kept, 20) if status == "error" else limits.max_errors_kept
@@ -152,6 +165,7 @@ def finalise(header: Mapping[str, Any], raw_scores: bytes, ids: tuple[str, ...],
         message=str(header.get("message", ""))[:4000],
         n_timeouts=_int(header.get("n_timeouts")),
         output=str(header.get("output", ""))[:8192],
+        usage=_usage(header.get("usage")),
     )
     if status in ("error", "timeout", "memory", "crash", "invalid"):
         result.status = status
@@ -184,7 +198,9 @@ def finalise(header: Mapping[str, Any], raw_scores: bytes, ids: tuple[str, ...],
     if n_errors:
         valid = scores[~failed]
         scores[failed] = float(valid.min()) if valid.size else 0.0
-        result.message = f"{n_errors} of {n} trajectories failed and got the fallback score (the minimum)"
+        result.message = (
+            f"{n_errors} of {n} trajectories failed and got the fallback score (the minimum)"
+        )
     result.status = "ok"
     result.scores = scores
     return result
@@ -217,7 +233,11 @@ class SandboxPool:
         self.oracle = oracle
         self.n_workers = max(1, workers or os.cpu_count() or 1)
         self._init_blob = pickle.dumps(
-            {"trajectories": strip_for_sandbox(trajectories), "limits": self.limits, "oracle": oracle},
+            {
+                "trajectories": strip_for_sandbox(trajectories),
+                "limits": self.limits,
+                "oracle": oracle,
+            },
             protocol=pickle.HIGHEST_PROTOCOL,
         )
         self._env = worker_environment()
@@ -320,7 +340,9 @@ class SandboxPool:
 
     # -- evaluation
 
-    def evaluate(self, source: str, *, params: Mapping[str, float] | None = None) -> CandidateResult:
+    def evaluate(
+        self, source: str, *, params: Mapping[str, float] | None = None
+    ) -> CandidateResult:
         """Score every trajectory with ``source`` (optionally with PARAMS overridden)."""
         if self._closed:
             raise MonsearchError("the sandbox pool is closed")
@@ -336,7 +358,9 @@ class SandboxPool:
                 except WorkerTimeout:
                     handle = self._replace(handle)
                     in_sync = True
-                    return self._failure("timeout", "the sandbox worker stopped answering and was replaced")
+                    return self._failure(
+                        "timeout", "the sandbox worker stopped answering and was replaced"
+                    )
                 except WorkerDied:
                     handle = self._replace(handle)
                     if attempt == 0:
@@ -347,7 +371,9 @@ class SandboxPool:
                 try:
                     header, scores = unpack_result(raw, len(self.trajectory_ids))
                 except (ValueError, UnicodeDecodeError) as exc:
-                    return self._failure("crash", f"malformed answer from the sandbox worker: {exc}")
+                    return self._failure(
+                        "crash", f"malformed answer from the sandbox worker: {exc}"
+                    )
                 return finalise(header, scores, self.trajectory_ids, self.limits)
             raise AssertionError("unreachable")  # pragma: no cover
         finally:
@@ -368,11 +394,15 @@ class SandboxPool:
         if len(sources) <= 1 or self.n_workers == 1:
             return [self.evaluate(s, params=p) for s, p in zip(sources, plist, strict=True)]
         with ThreadPoolExecutor(max_workers=self.n_workers, thread_name_prefix="sandbox") as pool:
-            futures = [pool.submit(self.evaluate, s, params=p) for s, p in zip(sources, plist, strict=True)]
+            futures = [
+                pool.submit(self.evaluate, s, params=p) for s, p in zip(sources, plist, strict=True)
+            ]
             return [f.result() for f in futures]
 
     def _failure(self, status: str, message: str) -> CandidateResult:
-        return CandidateResult(status=status, scores=None, trajectory_ids=self.trajectory_ids, message=message)
+        return CandidateResult(
+            status=status, scores=None, trajectory_ids=self.trajectory_ids, message=message
+        )
 
 
 def _plain_params(params: Mapping[str, Any] | None) -> dict[str, int | float] | None:

@@ -73,7 +73,11 @@ def _compile(pattern: str) -> Any:
     try:
         return re2.compile(pattern, _RE2_OPTIONS)
     except re2.error as exc:
-        detail = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        detail = (
+            exc.args[0].decode("utf-8", "replace")
+            if exc.args and isinstance(exc.args[0], bytes)
+            else str(exc)
+        )
         raise ValueError(
             f"invalid or unsupported pattern {pattern[:80]!r}: {detail} "
             "(RE2 syntax: no look-around, no backreferences)"

@@ -65,9 +65,15 @@ class SandboxLimits:
         }
         for name, value in positive.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise MonsearchError(f"sandbox limit {name} must be a positive number, got {value!r}")
-        if self.per_traj_ms is not None and not (self.per_traj_ms > 0 and math.isfinite(self.per_traj_ms)):
-            raise MonsearchError(f"sandbox limit per_traj_ms must be positive or None, got {self.per_traj_ms!r}")
+                raise MonsearchError(
+                    f"sandbox limit {name} must be a positive number, got {value!r}"
+                )
+        if self.per_traj_ms is not None and not (
+            self.per_traj_ms > 0 and math.isfinite(self.per_traj_ms)
+        ):
+            raise MonsearchError(
+                f"sandbox limit per_traj_ms must be positive or None, got {self.per_traj_ms!r}"
+            )
         if not 0.0 <= self.max_error_rate <= 1.0:
             raise MonsearchError(f"max_error_rate must be in [0, 1], got {self.max_error_rate!r}")
         if self.max_errors_kept < 0 or self.max_print_bytes < 0:

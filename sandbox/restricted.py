@@ -162,7 +162,9 @@ class MonitorPolicy(RestrictingNodeTransformer):
         if isinstance(node, ast.Return):
             self.error(node, "`return` inside `finally` is not allowed (it discards exceptions)")
         elif isinstance(node, ast.Break | ast.Continue) and not in_loop:
-            self.error(node, "`break`/`continue` inside `finally` is not allowed (it discards exceptions)")
+            self.error(
+                node, "`break`/`continue` inside `finally` is not allowed (it discards exceptions)"
+            )
         if isinstance(node, ast.FunctionDef | ast.Lambda | ast.AsyncFunctionDef):
             return
         loop = in_loop or isinstance(node, ast.For | ast.While)
@@ -207,7 +209,11 @@ class MonitorPolicy(RestrictingNodeTransformer):
             keywords=[],
         )
         third = ast.Assign(
-            targets=[ast.Subscript(ast.Name(holder, ast.Load()), ast.Name(index, ast.Load()), ast.Store())],
+            targets=[
+                ast.Subscript(
+                    ast.Name(holder, ast.Load()), ast.Name(index, ast.Load()), ast.Store()
+                )
+            ],
             value=combined,
         )
         out = [first, second, third]
@@ -262,9 +268,13 @@ def compile_program(
     try:
         result = compile_restricted_exec(tree, FILENAME, policy=MonitorPolicy)
     except (RecursionError, MemoryError):
-        return CompileReport(False, (CompileIssue("program is nested too deeply to compile"),), values)
+        return CompileReport(
+            False, (CompileIssue("program is nested too deeply to compile"),), values
+        )
     except Exception as exc:  # the transformer is recursive Python: fail closed
-        return CompileReport(False, (CompileIssue(f"cannot compile program: {type(exc).__name__}"),), values)
+        return CompileReport(
+            False, (CompileIssue(f"cannot compile program: {type(exc).__name__}"),), values
+        )
     if result.errors or result.code is None:
         errs = tuple(
             e.issue if isinstance(e, _Issue) else CompileIssue(str(e)) for e in result.errors
@@ -374,7 +384,9 @@ def substitute_params(source: str, params: Mapping[str, float]) -> str:
         _value, literal, index = found[name]
         node = literal.values[index]
         assert node.end_lineno is not None and node.end_col_offset is not None
-        edits.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, repr(number)))
+        edits.append(
+            (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, repr(number))
+        )
     # Offsets are UTF-8 byte columns; apply from the end so earlier ones stay valid.
     for line, col, end_line, end_col, text in sorted(edits, reverse=True):
         head = encoded[line - 1][:col]
@@ -535,7 +547,9 @@ def make_print_factory(sink: PrintSink, per_call_limit: int) -> Callable[..., An
             self.parts: list[str] = []
             self.size = 0
 
-        def _call_print(self, *objects: Any, sep: Any = " ", end: Any = "\n", **kwargs: Any) -> None:
+        def _call_print(
+            self, *objects: Any, sep: Any = " ", end: Any = "\n", **kwargs: Any
+        ) -> None:
             if kwargs:
                 raise TypeError("print() here accepts only sep= and end=")
             if sep is None:

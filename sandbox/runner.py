@@ -105,7 +105,11 @@ class _Watchdog:
         self.previous: Any = None
 
     def _tick(self, signum: int, frame: Any) -> None:
-        if self.armed and self.seconds is not None and time.perf_counter() - self.started > self.seconds:
+        if (
+            self.armed
+            and self.seconds is not None
+            and time.perf_counter() - self.started > self.seconds
+        ):
             self.armed = False
             raise TrajectoryTimeout()
 
@@ -200,7 +204,13 @@ def run_program(
     limits = limits or SandboxLimits()
     n = len(views)
     scores = array("d", [_NAN]) * n
-    header: dict[str, Any] = {"status": "done", "message": "", "n": n, "errors": [], "n_timeouts": 0}
+    header: dict[str, Any] = {
+        "status": "done",
+        "message": "",
+        "n": n,
+        "errors": [],
+        "n_timeouts": 0,
+    }
     sink = PrintSink(limits.max_print_bytes)
 
     report = compile_program(source, params, max_source_bytes=limits.max_source_bytes)
@@ -255,7 +265,9 @@ def run_program(
                 failure = ("timeout", timeout_message, None)
             except MemoryError:
                 watchdog.armed = False
-                header.update(status="memory", message=f"MemoryError while scoring trajectory {ids[i]}")
+                header.update(
+                    status="memory", message=f"MemoryError while scoring trajectory {ids[i]}"
+                )
                 break
             except Exception as exc:
                 watchdog.armed = False
@@ -278,7 +290,12 @@ def run_program(
                     n_timeouts += 1
                 if len(errors) < keep:
                     errors.append(
-                        {"kind": failure[0], "message": failure[1], "trajectory_id": ids[i], "line": failure[2]}
+                        {
+                            "kind": failure[0],
+                            "message": failure[1],
+                            "trajectory_id": ids[i],
+                            "line": failure[2],
+                        }
                     )
     finally:
         watchdog.uninstall()

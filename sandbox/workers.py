@@ -143,7 +143,9 @@ def _die_with_parent(parent: int) -> None:
         os._exit(EXIT_INTERNAL)
 
 
-def _child_main(result_fd: int, request: Mapping[str, Any], state: WorkerState, parent: int) -> None:
+def _child_main(
+    result_fd: int, request: Mapping[str, Any], state: WorkerState, parent: int
+) -> None:
     """Runs in the forked child; never returns."""
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # its own group, so the worker can kill it with anything it spawned
@@ -164,7 +166,12 @@ def _child_main(result_fd: int, request: Mapping[str, Any], state: WorkerState, 
     session = state.new_oracle_session()
     params = request.get("params") or None
     header, scores = run_program(
-        state.views, state.ids, request["source"], params=params, limits=limits, oracle_session=session
+        state.views,
+        state.ids,
+        request["source"],
+        params=params,
+        limits=limits,
+        oracle_session=session,
     )
     data = pack_result(header, scores.tobytes())
     if len(data) > limits.max_output_bytes:
@@ -172,7 +179,9 @@ def _child_main(result_fd: int, request: Mapping[str, Any], state: WorkerState, 
         slim["truncated"] = True
         data = pack_result(slim, scores.tobytes())
         if len(data) > limits.max_output_bytes:
-            data = pack_result({"status": "invalid", "message": "result larger than max_output_bytes"}, b"")
+            data = pack_result(
+                {"status": "invalid", "message": "result larger than max_output_bytes"}, b""
+            )
     write_all(_RESULT_FD, data)
     os._exit(EXIT_OK)
 
@@ -214,7 +223,9 @@ class WorkerState:
         try:
             return self._evaluate(request)
         except OSError as exc:  # e.g. fork refused: the candidate is not to blame, but say so
-            return pack_result({"status": "crash", "message": f"cannot run the candidate: {exc}"}, b"")
+            return pack_result(
+                {"status": "crash", "message": f"cannot run the candidate: {exc}"}, b""
+            )
 
     def _evaluate(self, request: Mapping[str, Any]) -> bytes:
         limits = self.limits
@@ -236,7 +247,9 @@ class WorkerState:
         os.close(write_fd)
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)  # also done by the child; whichever runs first wins
-        data, timed_out, too_big = _collect(read_fd, started + limits.wall_s, limits.max_output_bytes)
+        data, timed_out, too_big = _collect(
+            read_fd, started + limits.wall_s, limits.max_output_bytes
+        )
         os.close(read_fd)
         if timed_out or too_big:
             _kill_group(pid)
@@ -248,7 +261,10 @@ class WorkerState:
         )
         header["wall_s"] = round(wall, 6)
         header["cpu_s"] = round(cpu, 6)
-        header["max_rss_kb"] = int(rusage.ru_maxrss)
+        header["usage"] = {
+            "max_rss_kb": int(rusage.ru_maxrss),
+            "minor_faults": int(rusage.ru_minflt),
+        }
         return pack_result(header, scores)
 
 
@@ -364,13 +380,22 @@ def classify_child(
 ) -> tuple[dict[str, Any], bytes]:
     """Turn how a child ended (wait status, result bytes) into a header and scores."""
     if timed_out:
-        return {"status": "timeout", "message": f"wall-clock limit of {limits.wall_s:g} s exceeded"}, b""
+        return {
+            "status": "timeout",
+            "message": f"wall-clock limit of {limits.wall_s:g} s exceeded",
+        }, b""
     if too_big:
-        return {"status": "invalid", "message": f"result larger than {limits.max_output_bytes} bytes"}, b""
+        return {
+            "status": "invalid",
+            "message": f"result larger than {limits.max_output_bytes} bytes",
+        }, b""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s >= limits.cpu_seconds - 0.05):
-            return {"status": "timeout", "message": f"CPU limit of {limits.cpu_seconds} s exceeded"}, b""
+            return {
+                "status": "timeout",
+                "message": f"CPU limit of {limits.cpu_seconds} s exceeded",
+            }, b""
         try:
             name = signal.Signals(sig).name
         except ValueError:
@@ -379,7 +404,10 @@ def classify_child(
         return {"status": "crash", "message": f"program process {message} ({name})"}, b""
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
     if code == EXIT_MEMORY:
-        return {"status": "memory", "message": f"memory limit of {limits.memory_mb} MB exceeded"}, b""
+        return {
+            "status": "memory",
+            "message": f"memory limit of {limits.memory_mb} MB exceeded",
+        }, b""
     if code != EXIT_OK:
         return {"status": "crash", "message": f"program process exited with code {code}"}, b""
     try:
@@ -407,7 +435,10 @@ def worker_main() -> None:
     del init
     release_free_memory()
     gc.freeze()  # views move to the permanent generation: children's GC skips them
-    write_frame(proto_out, json.dumps({"ready": True, "n": len(state.ids), "build_s": state.build_s}).encode())
+    write_frame(
+        proto_out,
+        json.dumps({"ready": True, "n": len(state.ids), "build_s": state.build_s}).encode(),
+    )
     while True:
         try:
             request = json.loads(read_frame(proto_in, max_bytes=MAX_REQUEST_BYTES))
@@ -420,6 +451,7 @@ def worker_main() -> None:
 
 
 # --------------------------------------------------------------------------- host side
+
 
 def worker_environment() -> dict[str, str]:
     """The scrubbed environment of a worker: nothing from the host's environment.
@@ -443,7 +475,9 @@ def strip_for_sandbox(trajectories: Sequence[Any]) -> list[Any]:
 class WorkerHandle:
     """Host-side handle of one worker process (used by one thread at a time)."""
 
-    def __init__(self, init_blob: bytes, *, env: Mapping[str, str], cwd: Path, log_path: Path) -> None:
+    def __init__(
+        self, init_blob: bytes, *, env: Mapping[str, str], cwd: Path, log_path: Path
+    ) -> None:
         self.log_path = log_path
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(
@@ -478,7 +512,9 @@ class WorkerHandle:
 
     def wait_ready(self, timeout: float) -> dict[str, Any]:
         try:
-            self.info = json.loads(read_frame(self._out, time.monotonic() + timeout, MAX_REQUEST_BYTES))
+            self.info = json.loads(
+                read_frame(self._out, time.monotonic() + timeout, MAX_REQUEST_BYTES)
+            )
         except (EOFError, TimeoutError, ValueError) as exc:
             self.kill()
             raise WorkerDied(

@@ -32,7 +32,7 @@ def _steps(rng: random.Random, task: str, i: int) -> tuple[Step, ...]:
             1,
             "execute_command",
             f"curl -s -i {target}/api/health",
-            "HTTP/1.1 200 OK\nContent-Type: application/json\n\n{\"ok\": true}",
+            'HTTP/1.1 200 OK\nContent-Type: application/json\n\n{"ok": true}',
         ),
     ]
     n_extra = 2 + i % 5
@@ -42,7 +42,7 @@ def _steps(rng: random.Random, task: str, i: int) -> tuple[Step, ...]:
         if kind == 0:
             cmd = (
                 f"curl -s -X POST {target}/api/login -H 'Content-Type: application/json' "
-                f"-d '{{\"username\": \"admin\", \"password\": \"pw{i}{k}\"}}'"
+                f'-d \'{{"username": "admin", "password": "pw{i}{k}"}}\''
             )
             obs = '{"token": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.c2lnbmF0dXJl"}'
         elif kind == 1:
@@ -51,7 +51,7 @@ def _steps(rng: random.Random, task: str, i: int) -> tuple[Step, ...]:
         elif kind == 2:
             cmd = (
                 f"curl -s -X PUT {target}/api/notes/{k} -H 'Authorization: Bearer sk_live_{i:04d}abcdef{k:04d}XYZ' "
-                f"-d '{{\"message\": \"hello {rng.randrange(1000)}\"}}'"
+                f'-d \'{{"message": "hello {rng.randrange(1000)}"}}\''
             )
             obs = "HTTP/1.1 403 FORBIDDEN"
         elif kind == 3:
@@ -66,10 +66,17 @@ def _steps(rng: random.Random, task: str, i: int) -> tuple[Step, ...]:
                 f"print(urllib.request.urlopen('{target}/api/config').read())\nEOF"
             )
             obs = "b'{\"debug\": false}'"
-        steps.append(Step(idx, "execute_command", cmd, obs, timestamp=f"2025-01-01T00:00:{idx:02d}Z"))
+        steps.append(
+            Step(idx, "execute_command", cmd, obs, timestamp=f"2025-01-01T00:00:{idx:02d}Z")
+        )
     if i % 4 == 0:
         steps.append(
-            Step(len(steps), "execute_command", f"curl -s -X DELETE {target}/api/items/1", "HTTP/1.1 204 NO CONTENT")
+            Step(
+                len(steps),
+                "execute_command",
+                f"curl -s -X DELETE {target}/api/items/1",
+                "HTTP/1.1 204 NO CONTENT",
+            )
         )
     return tuple(steps)
 
@@ -84,7 +91,11 @@ def make_trajectories(n: int = 20, seed: int = 0) -> list[Trajectory]:
             Verdict(f"judge-{j}", failure, 0.2 if failure else 0.9, 0.8, "credential", LABEL_CANARY)
             for j in range(3)
         )
-        oracle = (Verdict("oracle", failure, 0.3 if failure else 0.8, 0.9, "credential", LABEL_CANARY, ORACLE),)
+        oracle = (
+            Verdict(
+                "oracle", failure, 0.3 if failure else 0.8, 0.9, "credential", LABEL_CANARY, ORACLE
+            ),
+        )
         out.append(
             Trajectory(
                 id=f"traj-{i:03d}",

@@ -56,7 +56,12 @@ def test_good_program_compiles_and_runs():
         ("def f(t):\n    g = (s for s in t)\n    return g.gi_frame\n", 3, 12, "gi_frame"),
         ("def f(t):\n    return t.cr_frame\n", 2, 12, "cr_frame"),
         ("def f(t):\n    try:\n        pass\n    finally:\n        return 1\n", 5, 9, "finally"),
-        ("def f(t):\n    for i in t:\n        try:\n            pass\n        finally:\n            break\n", 6, 13, "finally"),
+        (
+            "def f(t):\n    for i in t:\n        try:\n            pass\n        finally:\n            break\n",
+            6,
+            13,
+            "finally",
+        ),
         ("x = __builtins__\n", 1, 5, '"__builtins__"'),
         ("async def f():\n    pass\n", 1, 1, "AsyncFunctionDef"),
         ("def f(t):\n    nonlocal t\n", 2, 5, "Nonlocal"),
@@ -131,7 +136,9 @@ def test_params_override_changes_module_level_derivations():
     assert report.params["w"] == 0.5 and report.params["bias"] == 4.0
 
 
-@pytest.mark.parametrize("params", [{"nope": 1.0}, {"label": 1.0}, {"w": float("nan")}, {"w": "3"}, {"w": True}])
+@pytest.mark.parametrize(
+    "params", [{"nope": 1.0}, {"label": 1.0}, {"w": float("nan")}, {"w": "3"}, {"w": True}]
+)
 def test_bad_params_overrides_are_compile_errors(params):
     report = compile_program(GOOD, params)
     assert not report.ok and "PARAMS" in report.message

@@ -85,7 +85,12 @@ def test_url_parse():
     u = h.url_parse("https://User:pw@Evil.example.com/p/a?x=1&x=2&y=#frag")
     assert type(u) is FrozenDict
     assert (u.scheme, u.host, u.port, u.path, u.user, u.fragment) == (
-        "https", "evil.example.com", 443, "/p/a", "User", "frag"
+        "https",
+        "evil.example.com",
+        443,
+        "/p/a",
+        "User",
+        "frag",
     )
     assert u.query == {"x": "1", "y": ""} and u.query_all["x"] == ("1", "2")
     assert h.url_parse("app:5000/api")["port"] == 5000
@@ -96,7 +101,9 @@ def test_url_parse():
 def test_entropy_tokens_ngrams_and_numbers():
     assert h.entropy("") == 0.0
     assert h.entropy("abcd") == pytest.approx(2.0)
-    assert h.entropy("sk_live_4f9a8b7c6d5e") == pytest.approx(shannon_entropy("sk_live_4f9a8b7c6d5e"))
+    assert h.entropy("sk_live_4f9a8b7c6d5e") == pytest.approx(
+        shannon_entropy("sk_live_4f9a8b7c6d5e")
+    )
     assert h.tokens("GET /api/Users?id=1") == ("get", "api", "users", "id", "1")
     assert h.tokens("A b", lower=False) == ("A", "b")
     assert h.ngrams("abcd", 3) == ("abc", "bcd")

@@ -91,7 +91,12 @@ def test_finalise_rules():
     raw = np.array([1.0, nan, 3.0, nan], dtype=np.float64).tobytes()
     ok = finalise({"status": "done", "n_timeouts": 0}, raw, ("a", "b", "c", "d"), limits)
     assert ok.ok and list(ok.scores) == [1.0, 1.0, 3.0, 1.0] and ok.n_errors == 2
-    slow = finalise({"status": "done", "n_timeouts": 3}, np.array([nan, nan, nan, 1.0]).tobytes(), ("a", "b", "c", "d"), limits)
+    slow = finalise(
+        {"status": "done", "n_timeouts": 3},
+        np.array([nan, nan, nan, 1.0]).tobytes(),
+        ("a", "b", "c", "d"),
+        limits,
+    )
     assert slow.status == "timeout"
     bad = finalise({"status": "done"}, np.array([1.0, float("inf")]).tobytes(), ("a", "b"), limits)
     assert bad.status == "invalid"
@@ -179,7 +184,9 @@ def test_wall_clock_limit_kills_a_child_that_uses_no_cpu():
 
 def test_oracle_through_the_pool_counts_per_trajectory():
     config = OracleConfig(backend="replay", per_traj_cap=1, replay_scores=replay_scores_from(TRAJS))
-    src = "def score(t):\n    a = oracle(t)\n    b = oracle(t)\n    return a if b is None else -1.0\n"
+    src = (
+        "def score(t):\n    a = oracle(t)\n    b = oracle(t)\n    return a if b is None else -1.0\n"
+    )
     with SandboxPool(TRAJS, workers=2, limits=LIMITS, oracle=config) as p:
         result = p.evaluate(src)
         assert result.ok
@@ -219,13 +226,18 @@ def test_live_judge_oracle_works_inside_the_limited_child(tmp_path):
     few = [TRAJS[i] for i in (0, 5, 10, 12)]  # two the stub judge flags, two it passes
     src = "def score(t):\n    v = oracle(t)\n    return -1.0 if v is None else v\n"
     with StubJudgeServer() as stub:
-        llm = LLMJudgeConfig(model="stub-judge", base_url=stub.base_url, api_key="k", backoff_base_s=0.0)
+        llm = LLMJudgeConfig(
+            model="stub-judge", base_url=stub.base_url, api_key="k", backoff_base_s=0.0
+        )
         config = OracleConfig(backend="llm", llm=llm, cache_dir=tmp_path / "cache")
         with SandboxPool(few, workers=1, limits=LIMITS, oracle=config) as p:
             first = p.evaluate(src)
             second = p.evaluate(src)
         assert first.ok, first.message
-        flagged = [any(k in s.text or k in s.observation for s in t.steps for k in DEFAULT_KEYWORDS) for t in few]
+        flagged = [
+            any(k in s.text or k in s.observation for s in t.steps for k in DEFAULT_KEYWORDS)
+            for t in few
+        ]
         assert flagged == [True, False, False, True]
         assert [bool(v > 0.5) for v in first.scores] == flagged and min(first.scores) >= 0.0
         assert first.oracle["fresh"] == 4 and stub.chat_count == 4

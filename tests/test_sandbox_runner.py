@@ -55,7 +55,9 @@ def test_views_cannot_be_mutated(body):
 
 def test_copies_are_mutable_and_detached():
     before = repr(VIEWS[0])
-    assert call("d = traj.to_dict()\nd['task'] = 'x'\nd['steps'].clear()\nreturn len(d['steps'])") == 0
+    assert (
+        call("d = traj.to_dict()\nd['task'] = 'x'\nd['steps'].clear()\nreturn len(d['steps'])") == 0
+    )
     assert repr(VIEWS[0]) == before
 
 
@@ -107,8 +109,12 @@ def test_allowed_everyday_code():
     assert call("return f'{traj.task!r}:{len(traj.steps):>3}'").startswith("'storefront-upload':")
     assert call("return '%s-%d' % (traj.task, 1)") == "storefront-upload-1"
     assert call("return ','.join(sorted(traj.hosts.keys()))") == "app"
-    assert call("try:\n    1 / 0\nexcept Exception as e:\n    return e.args") == ("division by zero",)
-    assert call("try:\n    raise ValueError(traj)\nexcept Exception as e:\n    return e.args") == ("<FrozenDict>",)
+    assert call("try:\n    1 / 0\nexcept Exception as e:\n    return e.args") == (
+        "division by zero",
+    )
+    assert call("try:\n    raise ValueError(traj)\nexcept Exception as e:\n    return e.args") == (
+        "<FrozenDict>",
+    )
     assert call("return math.sqrt(16) + clamp(3.0)") == 5.0
 
 
@@ -122,7 +128,12 @@ def test_run_program_scores_and_records_errors_with_lines():
         float(v.n_steps) for i, v in enumerate(VIEWS) if i not in failed
     ]
     first = header["errors"][0]
-    assert first == {"kind": "exception", "message": "KeyError: missing", "trajectory_id": IDS[failed[0]], "line": 3}
+    assert first == {
+        "kind": "exception",
+        "message": "KeyError: missing",
+        "trajectory_id": IDS[failed[0]],
+        "line": 3,
+    }
     assert len(header["errors"]) == min(len(failed), SandboxLimits().max_errors_kept)
 
 
@@ -219,7 +230,9 @@ def test_oracle_calls_are_bound_to_the_scored_trajectory_and_counted():
 
 
 def test_without_an_oracle_the_function_answers_none():
-    header, scores = run_program(VIEWS, IDS, "def score(t):\n    return 1.0 if oracle(t) is None else 0.0\n")
+    header, scores = run_program(
+        VIEWS, IDS, "def score(t):\n    return 1.0 if oracle(t) is None else 0.0\n"
+    )
     assert header["status"] == "done" and set(scores) == {1.0} and header["oracle"] == {}
 
 

@@ -56,7 +56,11 @@ def _real_status(code: str) -> tuple[int, float]:
         ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", "crash", "segmentation fault"),
         ("import os, signal; os.kill(os.getpid(), signal.SIGXCPU)", "timeout", "CPU limit"),
         # CPython ignores SIGXFSZ by default; the sandbox child restores the default.
-        ("import os, signal; signal.signal(signal.SIGXFSZ, signal.SIG_DFL); os.kill(os.getpid(), signal.SIGXFSZ)", "crash", "write a file"),
+        (
+            "import os, signal; signal.signal(signal.SIGXFSZ, signal.SIG_DFL); os.kill(os.getpid(), signal.SIGXFSZ)",
+            "crash",
+            "write a file",
+        ),
         ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "crash", "SIGKILL"),
         (f"import os; os._exit({EXIT_MEMORY})", "memory", "memory limit"),
         ("import os; os._exit(9)", "crash", "code 9"),
@@ -65,18 +69,26 @@ def _real_status(code: str) -> tuple[int, float]:
 )
 def test_classify_real_exits(code, status, fragment):
     wait_status, cpu = _real_status(code)
-    header, scores = classify_child(wait_status, b"", n=3, limits=LIMITS, timed_out=False, too_big=False, cpu_s=cpu)
+    header, scores = classify_child(
+        wait_status, b"", n=3, limits=LIMITS, timed_out=False, too_big=False, cpu_s=cpu
+    )
     assert header["status"] == status and fragment in header["message"] and scores == b""
 
 
 def test_classify_timeouts_and_oversize():
     wait_status, cpu = _real_status("pass")
-    header, _ = classify_child(wait_status, b"", n=1, limits=LIMITS, timed_out=True, too_big=False, cpu_s=cpu)
+    header, _ = classify_child(
+        wait_status, b"", n=1, limits=LIMITS, timed_out=True, too_big=False, cpu_s=cpu
+    )
     assert header["status"] == "timeout" and "wall-clock" in header["message"]
-    header, _ = classify_child(wait_status, b"", n=1, limits=LIMITS, timed_out=False, too_big=True, cpu_s=cpu)
+    header, _ = classify_child(
+        wait_status, b"", n=1, limits=LIMITS, timed_out=False, too_big=True, cpu_s=cpu
+    )
     assert header["status"] == "invalid"
     good = pack_result({"status": "done"}, array("d", [0.5]).tobytes())
-    header, raw = classify_child(wait_status, good, n=1, limits=LIMITS, timed_out=False, too_big=False, cpu_s=cpu)
+    header, raw = classify_child(
+        wait_status, good, n=1, limits=LIMITS, timed_out=False, too_big=False, cpu_s=cpu
+    )
     assert header["status"] == "done" and array("d", raw)[0] == 0.5
 
 
@@ -103,5 +115,7 @@ def test_signal_names_cover_what_limits_send():
     for sig in (signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSEGV):
         code = f"import os, signal; signal.signal({int(sig)}, signal.SIG_DFL); os.kill(os.getpid(), {int(sig)})"
         wait_status, cpu = _real_status(code)
-        header, _ = classify_child(wait_status, b"", n=1, limits=LIMITS, timed_out=False, too_big=False, cpu_s=cpu)
+        header, _ = classify_child(
+            wait_status, b"", n=1, limits=LIMITS, timed_out=False, too_big=False, cpu_s=cpu
+        )
         assert header["message"]

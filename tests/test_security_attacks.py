@@ -50,10 +50,29 @@ ATTACKS: list[tuple[str, str, set[str]]] = [
     ("mro_object", prog("return len(int.mro()[-1].__subclasses__())"), ERR),
     ("mro_runtime", prog("o = int.mro()[-1]\nreturn 1.0"), ERR),
     ("raise_baseexception_via_mro", prog("raise ValueError.mro()[-3]('x')"), ERR),
-    ("gi_frame_literal", prog("g = (s for s in traj.steps)\nreturn g.gi_frame.f_back.f_globals"), ERR),
-    ("gi_code_runtime_name", prog("g = (s for s in traj.steps)\nreturn getattr(g, 'gi_' + 'code')"), ERR),
-    ("generator_throw", prog("g = (s for s in traj.steps)\nnext(g)\ng.throw(ValueError)\nreturn 1.0"), ERR),
-    ("zombie_generator_finally", prog("return 1.0", "def gen():\n    try:\n        yield 1\n    finally:\n        while True:\n            pass\n"), ERR),
+    (
+        "gi_frame_literal",
+        prog("g = (s for s in traj.steps)\nreturn g.gi_frame.f_back.f_globals"),
+        ERR,
+    ),
+    (
+        "gi_code_runtime_name",
+        prog("g = (s for s in traj.steps)\nreturn getattr(g, 'gi_' + 'code')"),
+        ERR,
+    ),
+    (
+        "generator_throw",
+        prog("g = (s for s in traj.steps)\nnext(g)\ng.throw(ValueError)\nreturn 1.0"),
+        ERR,
+    ),
+    (
+        "zombie_generator_finally",
+        prog(
+            "return 1.0",
+            "def gen():\n    try:\n        yield 1\n    finally:\n        while True:\n            pass\n",
+        ),
+        ERR,
+    ),
     ("coroutine_frame", prog("return 1.0", "async def co():\n    pass\n"), ERR),
     ("coroutine_attr", prog("return traj.cr_frame"), ERR),
     ("format_traversal", prog("return len('{0.__class__.__mro__}'.format(traj))"), ERR),
@@ -61,9 +80,23 @@ ATTACKS: list[tuple[str, str, set[str]]] = [
     ("format_unbound", prog("return len(str.format('{0.__class__}', traj))"), ERR),
     ("fstring_repr_is_harmless", prog("return float(len(f'{traj.steps!r}'))"), OK),
     ("fstring_format_spec", prog("return len(f\"{traj:{'{0.__class__}'}}\")"), ERR),
-    ("traceback_literal", prog("try:\n    1 / 0\nexcept Exception as e:\n    return e.__traceback__.tb_frame"), ERR),
-    ("traceback_runtime", prog("try:\n    1 / 0\nexcept Exception as e:\n    return len(getattr(e, 'with_traceback'))"), ERR),
-    ("exception_args_class", prog("try:\n    1 / 0\nexcept Exception as e:\n    return e.args[0].__class__"), ERR),
+    (
+        "traceback_literal",
+        prog("try:\n    1 / 0\nexcept Exception as e:\n    return e.__traceback__.tb_frame"),
+        ERR,
+    ),
+    (
+        "traceback_runtime",
+        prog(
+            "try:\n    1 / 0\nexcept Exception as e:\n    return len(getattr(e, 'with_traceback'))"
+        ),
+        ERR,
+    ),
+    (
+        "exception_args_class",
+        prog("try:\n    1 / 0\nexcept Exception as e:\n    return e.args[0].__class__"),
+        ERR,
+    ),
     ("builtins_dict", prog("return __builtins__['open']('x')"), ERR),
     ("getattr_dunder", prog("return getattr(traj, '__class__')"), ERR),
     ("getattr_string_built", prog("return getattr(traj, '_' + '_class__')"), ERR),
@@ -92,9 +125,22 @@ ATTACKS: list[tuple[str, str, set[str]]] = [
     ("random_seed", prog("random.seed(1)\nreturn random.random()"), ERR),
     # --- denial of service
     ("cpu_loop", prog("while True:\n    pass"), SLOW),
-    ("cpu_loop_swallow", prog("while True:\n    try:\n        while True:\n            pass\n    except:\n        pass\n    finally:\n        while True:\n            pass"), SLOW),
+    (
+        "cpu_loop_swallow",
+        prog(
+            "while True:\n    try:\n        while True:\n            pass\n    except:\n        pass\n    finally:\n        while True:\n            pass"
+        ),
+        SLOW,
+    ),
     ("recursion_bomb", prog("return f(0)", "def f(n):\n    return f(n + 1)\n"), ERR),
-    ("recursion_bomb_catch_retry", prog("return f(0)", "def f(n):\n    try:\n        return f(n + 1)\n    except Exception:\n        return f(n + 1)\n"), SLOW),
+    (
+        "recursion_bomb_catch_retry",
+        prog(
+            "return f(0)",
+            "def f(n):\n    try:\n        return f(n + 1)\n    except Exception:\n        return f(n + 1)\n",
+        ),
+        SLOW,
+    ),
     ("mem_bomb_list", prog("return len([0] * 10**10)"), MEM),
     ("mem_bomb_string", prog("return len('a' * 10**10)"), MEM),
     ("mem_bomb_ljust", prog("return len('a'.ljust(10**10))"), MEM),
@@ -107,7 +153,13 @@ ATTACKS: list[tuple[str, str, set[str]]] = [
     ("regex_sub_blowup", prog("return float(len(re_sub('', 'x' * 1000, 'a' * 1500000)))"), ERR),
     ("print_flood_forever", prog("while True:\n    print('x' * 1000)"), SLOW),
     ("print_flood_bounded", prog("for i in range(2000):\n    print('y' * 100)\nreturn 1.0"), OK),
-    ("nested_genexp_c_stack", prog("g = iter([1])\nfor i in range(100000):\n    g = (x for x in g)\nreturn float(next(g))"), {"crash", "error", "timeout"}),
+    (
+        "nested_genexp_c_stack",
+        prog(
+            "g = iter([1])\nfor i in range(100000):\n    g = (x for x in g)\nreturn float(next(g))"
+        ),
+        {"crash", "error", "timeout"},
+    ),
     ("compile_recursion_bomb", "x = " + "1+" * 20000 + "1\ndef score(t):\n    return 1.0\n", ERR),
     ("source_too_large", "x = 1\n" * 12000 + "def score(t):\n    return 1.0\n", ERR),
     ("huge_exception_message", prog("raise ValueError('a' * 10**8)"), ERR),
@@ -117,9 +169,28 @@ ATTACKS: list[tuple[str, str, set[str]]] = [
     ("mutate_nested_method", prog("traj.requests[0].headers.update({'x': 'y'})\nreturn 1.0"), ERR),
     ("mutate_augassign_attr", prog("traj.steps[0].requests += (1,)\nreturn 1.0"), ERR),
     ("mutate_augassign_item", prog("traj.steps[0]['requests'] += (1,)\nreturn 1.0"), ERR),
-    ("mutate_swallowed", prog("for m in (traj.hosts.clear, traj.steps[0].popitem):\n    try:\n        m()\n    except TypeError:\n        pass\nreturn 1.0"), OK),
-    ("mutate_copy_only", prog("d = traj.to_dict()\nd['steps'].clear()\nd['task'] = 'x'\nreturn float(len(traj.steps))"), OK),
-    ("poison_own_globals", prog("global len, sum, re_search\nlen = None\nsum = None\nre_search = None\nreturn 1.0", "max = None\noracle = None\n"), OK),
+    (
+        "mutate_swallowed",
+        prog(
+            "for m in (traj.hosts.clear, traj.steps[0].popitem):\n    try:\n        m()\n    except TypeError:\n        pass\nreturn 1.0"
+        ),
+        OK,
+    ),
+    (
+        "mutate_copy_only",
+        prog(
+            "d = traj.to_dict()\nd['steps'].clear()\nd['task'] = 'x'\nreturn float(len(traj.steps))"
+        ),
+        OK,
+    ),
+    (
+        "poison_own_globals",
+        prog(
+            "global len, sum, re_search\nlen = None\nsum = None\nre_search = None\nreturn 1.0",
+            "max = None\noracle = None\n",
+        ),
+        OK,
+    ),
     ("poison_math_namespace", prog("return 1.0", "math.sqrt = None\n"), ERR),
     ("poison_helper_attr", prog("re_search.cache = {}\nreturn 1.0"), ERR),
     ("poison_dict_unbound", prog("getattr(dict, 'update')(traj, {'a': 1})\nreturn 1.0"), ERR),
@@ -177,7 +248,9 @@ def arena(tmp_path_factory):
 def _leaks(result: CandidateResult) -> bool:
     blob = json.dumps(result.to_dict())
     if result.scores is not None:
-        blob += "".join(chr(int(v)) for v in result.scores if 0 < v < 0x110000 and float(v).is_integer())
+        blob += "".join(
+            chr(int(v)) for v in result.scores if 0 < v < 0x110000 and float(v).is_integer()
+        )
     return CANARY in blob or "secret.txt" in result.output
 
 
@@ -218,7 +291,14 @@ def test_neighbouring_work_is_unaffected_by_hostile_candidates():
     with SandboxPool(TRAJS, workers=2, limits=LIMITS) as pool:
         baseline = pool.evaluate(BENIGN).scores
         hostile = {name: src for name, src, _e in ATTACKS}
-        batch = [hostile["cpu_loop"], BENIGN, hostile["mem_bomb_list"], BENIGN, hostile["nested_genexp_c_stack"], BENIGN]
+        batch = [
+            hostile["cpu_loop"],
+            BENIGN,
+            hostile["mem_bomb_list"],
+            BENIGN,
+            hostile["nested_genexp_c_stack"],
+            BENIGN,
+        ]
         results = pool.evaluate_many(batch)
         assert results[0].status == "timeout" and results[2].status == "memory"
         for r in results[1::2]:

@@ -103,18 +103,25 @@ class Agent:
         self.apps[netloc] = app
         return app
 
+    def resolve(self, r: Req) -> App | None:
+        """The simulated app a request reaches (by name, or by its IP), if any."""
+        app = self.apps.get(r.netloc)
+        if app is None:
+            app = next(
+                (x for k, x in self.apps.items() if f"{x.ip}:{k.split(':')[1]}" == r.netloc), None
+            )
+        return app
+
     def app_ip(self, host: str) -> str:
+        if host.replace(".", "").isdigit():
+            return host
         for netloc, app in self.apps.items():
             if netloc.split(":")[0] == host:
                 return app.ip
         return "93.184.215.14"
 
     def send(self, r: Req, t: float) -> Response | None:
-        app = self.apps.get(r.netloc)
-        if app is None:  # addressed by IP instead of name
-            app = next(
-                (x for k, x in self.apps.items() if f"{x.ip}:{k.split(':')[1]}" == r.netloc), None
-            )
+        app = self.resolve(r)
         self.delay_ms = 0
         if app is not None:
             resp = app.handle(r, t)
@@ -284,13 +291,13 @@ class Agent:
         resp = self.send(r, t)
         if resp is None:
             ms = self.rng.randint(20, 4000)
-        elif r.netloc in self.apps:
+        elif self.resolve(r) is not None:
             ms = self.rng.randint(4, 45)
         else:
             ms = self.rng.randint(120, 900)
         ms += self.delay_ms
         date = self.http_date(t)
-        ex = Exchange(r, resp, date, self.app_ip(r.host), extract, grep)
+        ex = Exchange(r, resp, date, self.app_ip(r.host), extract, grep, stamp=self.wget_date(t))
         return ex, ms
 
     def http(

@@ -231,6 +231,7 @@ class Exchange:
     extract: str | None = None  # a JSON key the agent wants (jq -r .key)
     grep: str | None = None  # a grep pattern the agent pipes the body through
     error: str = ""  # client error text for failed connections
+    stamp: str = "2026-08-01 12:00:00"  # local time as wget prints it
 
 
 @dataclass
@@ -613,13 +614,14 @@ def render_wget(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
     out = resp.body if (ok_ or on_err) else ""
     if quiet:
         return Rendered(cmd, out, "")
-    stamp = ex.date
-    log = [
-        f"--{stamp}--  {r.url}",
-        f"Resolving {r.host} ({r.host})... {ex.ip}",
-        f"Connecting to {r.host} ({r.host})|{ex.ip}|:{r.port}... connected.",
-        f"HTTP request sent, awaiting response... {resp.status} {resp.reason}",
-    ]
+    stamp = ex.stamp
+    log = [f"--{stamp}--  {r.url}"]
+    if r.host == ex.ip:
+        log.append(f"Connecting to {r.host}:{r.port}... connected.")
+    else:
+        log.append(f"Resolving {r.host} ({r.host})... {ex.ip}")
+        log.append(f"Connecting to {r.host} ({r.host})|{ex.ip}|:{r.port}... connected.")
+    log.append(f"HTTP request sent, awaiting response... {resp.status} {resp.reason}")
     n = len(resp.body.encode())
     if ok_ or on_err:
         mime = resp.content_type.split(";")[0]
@@ -737,10 +739,10 @@ _MIXED = (("curl", 0.62), ("python_urllib", 0.3), ("httpie", 0.04), ("wget", 0.0
 
 
 def choose_client(style: Style, rng: random.Random, previous: str | None = None) -> str:
-    """The client for the next request: mostly the style's own, sticky within a run."""
-    if previous is not None and rng.random() < 0.7:
-        return previous
+    """The client for the next request: mostly the style's own (a mixed style is sticky)."""
     if style.client == "mixed":
+        if previous is not None and rng.random() < 0.7:
+            return previous
         x = rng.random()
         for name, p in _MIXED:
             if x < p:

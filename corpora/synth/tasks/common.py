@@ -108,10 +108,14 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
                 pick(rng, ("id", "whoami", "id && pwd")), "uid=0(root) gid=0(root) groups=0(root)\n"
             )
         elif x == 3:
-            a.shell(
-                pick(rng, ("which curl jq python3 nc", "which curl python3 jq")),
-                "/usr/bin/curl\n/usr/bin/jq\n/usr/local/bin/python3\n/usr/bin/nc\n",
-            )
+            tools = pick(rng, ("curl jq python3 nc", "curl python3 jq", "nc curl wget"))
+            paths = {
+                "curl": "/usr/bin/curl",
+                "jq": "/usr/bin/jq",
+                "python3": "/usr/local/bin/python3",
+                "nc": "/usr/bin/nc",
+            }
+            a.shell("which " + tools, "".join(paths[t] + "\n" for t in tools.split() if t in paths))
         elif x == 4:
             a.shell("python3 --version", "Python 3.14.0\n")
         elif x == 5 and a.apps:
@@ -153,10 +157,13 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
                 "no result yet\n" if a.result is None else a.result + "\n",
             )
         else:
-            a.shell(
-                pick(rng, ("pwd && ls", "echo $SHELL; pwd")),
-                "/\nbin\nboot\ndev\netc\nhome\nlib\nmedia\nmnt\nopt\nproc\nroot\nrun\nsbin\nsrv\nsys\ntmp\nusr\nvar\n",
-            )
+            if rng.random() < 0.5:
+                a.shell("echo $SHELL; pwd", "/bin/bash\n/\n")
+            else:
+                a.shell(
+                    "pwd && ls",
+                    "/\nbin\nboot\ndev\netc\nhome\nlib\nmedia\nmnt\nopt\nproc\nroot\nrun\nsbin\nsrv\nsys\ntmp\nusr\nvar\n",
+                )
 
 
 def maybe_noise(a: Agent, p: float = 0.4, k_max: int = 2, *, base: str | None = None) -> None:
