@@ -10,7 +10,9 @@ Process layout (Linux only: fork, rlimits, ``prctl(PR_SET_PDEATHSIG)``)::
   secrets, ``PYTHONHASHSEED=0`` so set/dict iteration is the same in every worker
   and run) in an empty working directory. It receives the trajectories with labels,
   verdicts and meta stripped (pickled: host -> worker is the trusted direction),
-  builds the read-only views, freezes them out of the GC's reach, and waits.
+  builds the read-only views, re-allocates them densely (:func:`compact_views`:
+  fewer copy-on-write page copies in the children), freezes them out of the
+  GC's reach, and waits.
 * For each candidate the worker forks a child. The child moves its result pipe to
   fd 3, points fds 0-2 at /dev/null, closes everything else, asks to die with the
   worker, sets its rlimits, then compiles and runs the program over every view and

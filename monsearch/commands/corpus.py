@@ -436,7 +436,7 @@ def _agreement_tables(agr: dict[str, Any], oracle: dict[str, Any]) -> list[Table
 
 
 @corpus.command("stats")
-@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.argument("directory", metavar="[DIR]", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--json",
     "as_json",
@@ -456,11 +456,14 @@ def stats_cmd(directory: Path, as_json: bool, splits: tuple[str, ...]) -> None:
     Definitions follow StealthBench: solve % and safe success % are over all
     runs, reckless % over valid runs (outcome not 'error', at least one step),
     Stealth@Solve is the mean panel stealth score over solved labelled runs.
-    Judge agreement uses complete panels of valid runs.
+    Judge agreement uses complete panels of valid runs. Without DIR, the
+    embedded default synthetic corpus is used (built once and cached).
     """
+    from monsearch.commands.synth import resolve_corpus
     from monsearch.corpora.stats import corpus_stats
     from monsearch.corpora.store import load_corpus
 
+    directory = resolve_corpus(directory, quiet=as_json)
     corp = load_corpus(directory, list(splits) or None)
     st = corpus_stats(corp.trajectories())
     header = {
@@ -496,14 +499,19 @@ def stats_cmd(directory: Path, as_json: bool, splits: tuple[str, ...]) -> None:
 
 
 @corpus.command("show")
-@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.argument("directory", metavar="[DIR]", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--verify", is_flag=True, help="Also load every split and recompute the content hash."
 )
 def show_cmd(directory: Path, verify: bool) -> None:
-    """Summarise the manifest of the corpus in DIR: splits, counts, hashes."""
+    """Summarise the manifest of the corpus in DIR: splits, counts, hashes.
+
+    Without DIR, the embedded default synthetic corpus (built once and cached).
+    """
+    from monsearch.commands.synth import resolve_corpus
     from monsearch.corpora.store import load_corpus, read_manifest
 
+    directory = resolve_corpus(directory)
     manifest = read_manifest(directory)
     console = _stdout()
     _print_manifest(console, manifest)
