@@ -22,8 +22,10 @@ def cli() -> None:
 
 def _register() -> None:
     from monsearch.commands.corpus import corpus
+    from monsearch.commands.sandbox import sandbox
 
     cli.add_command(corpus)
+    cli.add_command(sandbox)
 
 
 _register()
