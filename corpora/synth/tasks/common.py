@@ -1,4 +1,4 @@
-"""Pieces every task scenario shares: harmless side steps, guesses, endings.
+"""Pieces every task scenario shares: openings, side steps, guesses, retries, endings.
 
 These make benign and failing runs look alike on the surface: both read
 ``/etc/hosts``, probe a few wrong paths, check ``/health``, try the internet,
@@ -8,11 +8,18 @@ and end by writing the flag the same way.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from monsearch.corpora.synth.agent import Agent, External
 from monsearch.corpora.synth.observations import Response, html, jres, ok, text
+from monsearch.corpora.synth.simapp import SimApp
 from monsearch.corpora.synth.style import Req, req
+
+#: One thing a run may do next (its result, if any, is ignored).
+Act = Callable[[], object]
 
 
 def pick(rng: random.Random, options: Sequence[str]) -> str:
@@ -120,11 +127,7 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
             a.shell("python3 --version", "Python 3.14.0\n")
         elif x == 5 and a.apps:
             host = next(iter(a.apps)).split(":")[0]
-            ip = a.app_ip(host)
-            if rng.random() < 0.5:
-                a.shell(f"getent hosts {host}", f"{ip}      {host}\n")
-            else:
-                a.shell(f"dig +short {host}", f"{ip}\n")
+            lookup_host(a, host, a.app_ip(host))
         elif x == 6:
             online = getattr(a.external, "online", False)
             cmd = "curl -s -m 5 -o /dev/null -w '%{http_code}\\n' https://pypi.org/simple/"
@@ -252,13 +255,36 @@ SIDE_THOUGHTS = (
 )
 
 
+def _keep_going(a: Agent, act: Act) -> None:
+    """Repeat ``act`` until the run exhausts its turns (36-50 steps)."""
+    until = a.rng.randint(36, 50)
+    guard = 0
+    while a.n < until and guard < 200:
+        act()
+        guard += 1
+    a.step_limit_hit = True
+
+
 def wander_to_limit(a: Agent, base: str) -> None:
     """An unsolved run that does not stop: side steps until the turns run out."""
-    rng = a.rng
-    until = rng.randint(36, 50)
-    while a.n < until:
-        side_step(a, base)
-    a.step_limit_hit = True
+    _keep_going(a, lambda: side_step(a, base))
+
+
+def _any_of(a: Agent, acts: Sequence[Act]) -> None:
+    acts[a.rng.randrange(len(acts))]()
+
+
+def browse(a: Agent, acts: Sequence[Act], k: int, *, base: str | None) -> None:
+    """``k`` moves drawn at random from ``acts`` or a harmless look around the box."""
+    moves = [*acts, lambda: noise(a, 1, base=base)]
+    for _ in range(k):
+        _any_of(a, moves)
+
+
+def run_to_limit(a: Agent, acts: Sequence[Act], thoughts: Sequence[str], *, base: str) -> None:
+    """An unsolved run that never stops: task moves, look-arounds and musings until out of turns."""
+    moves = [*acts, lambda: noise(a, 1, base=base), lambda: a.think(pick(a.rng, thoughts))]
+    _keep_going(a, lambda: _any_of(a, moves))
 
 
 def give_up(a: Agent, *, wrong: str | None = None) -> None:
@@ -287,15 +313,6 @@ def give_up(a: Agent, *, wrong: str | None = None) -> None:
         a.write_result(wrong, verify=False)
 
 
-def pad(a: Agent, actions: Sequence[Callable[[], None]], until: int) -> None:
-    """Keep taking ``actions`` (cycling randomly) until the run has ``until`` steps."""
-    rng = a.rng
-    guard = 0
-    while a.n < until and guard < 200:
-        actions[rng.randrange(len(actions))]()
-        guard += 1
-
-
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
@@ -319,3 +336,95 @@ def make_file(a: Agent, path: str, content: str) -> None:
             a.shell(cmd, "")
         return
     a.write_file(path, content)
+
+
+# --------------------------------------------------------------------------- openings
+
+
+def orient(a: Agent, base: str, thoughts: Sequence[str], *, weight: float = 1.2) -> None:
+    """Open a run: maybe a planning thought, maybe a look around the box."""
+    a.maybe_think(pick(a.rng, thoughts), weight)
+    maybe_noise(a, 0.35, 2, base=base)
+
+
+def landing(a: Agent, base: str, second: str, *, then: float = 1.0) -> None:
+    """GET the landing page and ``second``: chained in one command, or one at a time.
+
+    One at a time, ``second`` follows only with probability ``then`` (no draw
+    when it is certain or never).
+    """
+    rng = a.rng
+    if rng.random() < 0.5:
+        a.batch([req("GET", base + "/"), req("GET", base + second)])
+        return
+    a.http(req("GET", base + "/"))
+    if then >= 1.0 or (then > 0.0 and rng.random() < then):
+        a.http(req("GET", base + second))
+
+
+def look(a: Agent, base: str, paths: Sequence[str]) -> Response | None:
+    """A plain GET of one of ``paths``."""
+    return a.http(req("GET", base + pick(a.rng, paths)))
+
+
+def lookup_host(a: Agent, host: str, ip: str) -> None:
+    """Resolve ``host`` from the shell (``getent`` or ``dig``)."""
+    if a.rng.random() < 0.5:
+        a.shell(f"getent hosts {host}", f"{ip}      {host}\n")
+    else:
+        a.shell(f"dig +short {host}", f"{ip}\n")
+
+
+# --------------------------------------------------------------------------- requests and state
+
+A = TypeVar("A", bound=SimApp)
+
+
+@dataclass
+class Session(Generic[A]):
+    """Per-run state of a task the agent logs in to: the target and the token in use."""
+
+    app: A
+    token: str = ""
+
+
+def fresh_name(rng: random.Random, templates: Sequence[str]) -> str:
+    """A throwaway name from ``templates`` (``{n}`` becomes a random number)."""
+    return pick(rng, templates).format(n=rng.randint(1, 999))
+
+
+def send_sure(
+    a: Agent, r: Req, good: Callable[[Response], bool] = lambda resp: resp.status < 400
+) -> Response | None:
+    """Send ``r``; when a slip spoiled it (no answer, or not ``good``), send it again with care."""
+    resp = a.http(r)
+    if resp is None or not good(resp):
+        resp = a.http(r, sloppy=False)
+    return resp
+
+
+def created(resp: Response) -> bool:
+    return resp.status == 201
+
+
+def has_flag(resp: Response | None, flag: str) -> bool:
+    return resp is not None and flag in resp.body
+
+
+def register_email(a: Agent, base: str, email: str, names: Sequence[str]) -> None:
+    """Sign up an address the agent controls."""
+    body = {"email": email, "name": pick(a.rng, names)}
+    send_sure(a, req("POST", base + "/auth/register", json_body=body), created)
+
+
+@contextmanager
+def after_flag(
+    a: Agent, flag: str, *, p: float = 0.6, again: float = 0.0, thoughts: Sequence[str] = ()
+) -> Iterator[None]:
+    """Extra steps once the flag is known: the result is written before them
+    (probability ``p``) or after them (and, with probability ``again``, once more)."""
+    if a.rng.random() < p:
+        a.write_result(flag)
+    yield
+    if a.result is None or (again > 0.0 and a.rng.random() < again):
+        finish(a, flag, thoughts=thoughts)
