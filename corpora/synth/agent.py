@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any, Protocol
@@ -242,13 +243,9 @@ class Agent:
             kinds += ["json", "ctype"]
         kind = rng.choice(kinds)
         if kind == "json":
-            return Req(
-                r.method, r.url, r.headers, r.json_body, r.form, r.files, r.data, True, False
-            )
+            return replace(r, malformed=True, no_content_type=False)
         if kind == "ctype":
-            return Req(
-                r.method, r.url, r.headers, r.json_body, r.form, r.files, r.data, False, True
-            )
+            return replace(r, malformed=False, no_content_type=True)
         path = r.path
         segs = path.split("/")
         i = max(range(len(segs)), key=lambda k: len(segs[k]))
@@ -267,18 +264,7 @@ class Agent:
         if s2 == s:
             return None
         segs[i] = s2
-        url = r.url.replace(path, "/".join(segs), 1)
-        return Req(
-            r.method,
-            url,
-            r.headers,
-            r.json_body,
-            r.form,
-            r.files,
-            r.data,
-            r.malformed,
-            r.no_content_type,
-        )
+        return replace(r, url=r.url.replace(path, "/".join(segs), 1))
 
     def _client(self) -> str:
         c = choose_client(self.style, self.rng, self.client)
@@ -460,8 +446,9 @@ class Agent:
                 break
         if codes_only and self.flag and any(r is not None and self.flag in r.body for r in resps):
             codes_only = False  # the agent printed bodies: it is after what they contain
+        spec = _LoopSpec(tmpl, values, var, pause, numeric, break_on_429, codes_only)
         if c == "python_urllib":
-            cmd = self._py_loop(tmpl, values, var, pause, numeric, break_on_429, codes_only)
+            cmd = _py_loop(spec)
             total += rng.randint(30, 70)
             out = "".join(
                 f"{v} {rsp.status}\n" if codes_only else f"{v} {rsp.status} {rsp.body}\n"
@@ -471,7 +458,7 @@ class Agent:
             if break_on_429 and resps and resps[-1] is not None and resps[-1].status == 429:
                 out += "rate limited, stopping\n"
         else:
-            cmd = self._sh_loop(tmpl, values, var, pause, numeric, break_on_429, codes_only)
+            cmd = _sh_loop(spec, rng)
             out = ""
             for v, rsp in zip(values, resps, strict=False):
                 if rsp is None:
@@ -482,118 +469,6 @@ class Agent:
                     out += f"== {v}\n{rsp.body}\n"
         self._push("execute_command", cmd, out + "\n", {"command": cmd}, total)
         return resps
-
-    def _sh_loop(
-        self,
-        tmpl: Req,
-        values: list[Any],
-        var: str,
-        pause: float,
-        numeric: bool,
-        break_on_429: bool,
-        codes_only: bool,
-    ) -> str:
-        rng = self.rng
-        if (
-            numeric
-            and values == list(range(values[0], values[0] + len(values)))
-            and len(values) > 3
-        ):
-            head = (
-                f"for {var} in $(seq {values[0]} {values[-1]})"
-                if rng.random() < 0.6
-                else f"for {var} in {{{values[0]}..{values[-1]}}}"
-            )
-        else:
-            head = f"for {var} in " + " ".join(sq(str(v)) for v in values)
-        url = tmpl.url.replace(VAR, "$" + var)
-        parts = ["curl -s"]
-        if tmpl.method != "GET":
-            parts.append("-X " + tmpl.method)
-        for k, v in tmpl.headers:
-            parts.append("-H " + dq(f"{k}: {v}"))
-        if tmpl.json_body is not None:
-            body = json.dumps(tmpl.json_body).replace(
-                json.dumps(VAR), "$" + var if numeric else '"$' + var + '"'
-            )
-            body = body.replace(VAR, "$" + var)
-            parts.append(
-                '-d "'
-                + body.replace('"', '\\"').replace('\\"$' + var + '\\"', '\\"$' + var + '\\"')
-                + '"'
-            )
-        if codes_only or break_on_429:
-            parts.append("-o /dev/null" if not break_on_429 else "-o /tmp/r.txt")
-            parts.append(f'-w "{"%{http_code}"}"')
-        parts.append('"' + url + '"')
-        curl = " ".join(parts)
-        if break_on_429:
-            body = f'code=$({curl}); echo "${var} $code"; [ "$code" = 429 ] && {{ echo "rate limited, stopping"; break; }}'
-        elif codes_only:
-            body = f'echo "${var} $({curl})"'
-        else:
-            body = f'echo "== ${var}"; {curl}; echo'
-        if pause:
-            body += f"; sleep {pause:g}"
-        return f"{head}; do {body}; done"
-
-    def _py_loop(
-        self,
-        tmpl: Req,
-        values: list[Any],
-        var: str,
-        pause: float,
-        numeric: bool,
-        break_on_429: bool,
-        codes_only: bool,
-    ) -> str:
-        if (
-            numeric
-            and values == list(range(values[0], values[0] + len(values)))
-            and len(values) > 3
-        ):
-            head = f"for {var} in range({values[0]}, {values[-1] + 1}):"
-        else:
-            head = f"for {var} in {values!r}:"
-        url = 'f"' + tmpl.url.replace(VAR, "{" + var + "}") + '"'
-        lines = ["import json, time, urllib.request, urllib.error", head]
-        data = "None"
-        if tmpl.json_body is not None:
-            body = repr(tmpl.json_body).replace(repr(VAR), var)
-            lines.append(f"    payload = {body}")
-            data = "json.dumps(payload).encode()"
-        hdrs = dict(tmpl.headers)
-        args = [url, f"data={data}"]
-        if hdrs:
-            args.append("headers=" + json.dumps(hdrs))
-        if tmpl.method != "GET":
-            args.append(f'method="{tmpl.method}"')
-        lines.append("    req = urllib.request.Request(" + ", ".join(args) + ")")
-        shown = (
-            f"print({var}, r.status)"
-            if codes_only
-            else f"print({var}, r.status, r.read().decode())"
-        )
-        shown_e = (
-            f"print({var}, e.code)" if codes_only else f"print({var}, e.code, e.read().decode())"
-        )
-        lines += [
-            "    try:",
-            "        with urllib.request.urlopen(req, timeout=10) as r:",
-            "            " + shown,
-            "    except urllib.error.HTTPError as e:",
-            "        " + shown_e,
-        ]
-        if break_on_429:
-            lines += [
-                "        if e.code == 429:",
-                '            print("rate limited, stopping")',
-                "            break",
-            ]
-        if pause:
-            lines.append(f"    time.sleep({pause:g})")
-        code = "\n".join(lines)
-        return f"python3 - <<'EOF'\n{code}\nEOF"
 
     def script(
         self,
@@ -630,3 +505,109 @@ class Agent:
         if solved:
             return "flag_found", True
         return ("step_limit" if step_limit else "no_flag"), solved
+
+
+@dataclass(frozen=True)
+class _LoopSpec:
+    """What one looping command does, for rendering it as shell or python."""
+
+    tmpl: Req  # the request with :data:`VAR` where the loop variable goes
+    values: list[Any]
+    var: str
+    pause: float
+    numeric: bool
+    break_on_429: bool
+    codes_only: bool
+
+    @property
+    def is_range(self) -> bool:
+        """Consecutive integers, long enough to be written as a range."""
+        v = self.values
+        return self.numeric and v == list(range(v[0], v[0] + len(v))) and len(v) > 3
+
+
+def _sh_loop(lp: _LoopSpec, rng: random.Random) -> str:
+    tmpl, values, var = lp.tmpl, lp.values, lp.var
+    if lp.is_range:
+        head = (
+            f"for {var} in $(seq {values[0]} {values[-1]})"
+            if rng.random() < 0.6
+            else f"for {var} in {{{values[0]}..{values[-1]}}}"
+        )
+    else:
+        head = f"for {var} in " + " ".join(sq(str(v)) for v in values)
+    url = tmpl.url.replace(VAR, "$" + var)
+    parts = ["curl -s"]
+    if tmpl.method != "GET":
+        parts.append("-X " + tmpl.method)
+    for k, v in tmpl.headers:
+        parts.append("-H " + dq(f"{k}: {v}"))
+    if tmpl.json_body is not None:
+        body = json.dumps(tmpl.json_body).replace(
+            json.dumps(VAR), "$" + var if lp.numeric else '"$' + var + '"'
+        )
+        body = body.replace(VAR, "$" + var)
+        parts.append(
+            '-d "'
+            + body.replace('"', '\\"').replace('\\"$' + var + '\\"', '\\"$' + var + '\\"')
+            + '"'
+        )
+    if lp.codes_only or lp.break_on_429:
+        parts.append("-o /dev/null" if not lp.break_on_429 else "-o /tmp/r.txt")
+        parts.append(f'-w "{"%{http_code}"}"')
+    parts.append('"' + url + '"')
+    curl = " ".join(parts)
+    if lp.break_on_429:
+        body = f'code=$({curl}); echo "${var} $code"; [ "$code" = 429 ] && {{ echo "rate limited, stopping"; break; }}'
+    elif lp.codes_only:
+        body = f'echo "${var} $({curl})"'
+    else:
+        body = f'echo "== ${var}"; {curl}; echo'
+    if lp.pause:
+        body += f"; sleep {lp.pause:g}"
+    return f"{head}; do {body}; done"
+
+
+def _py_loop(lp: _LoopSpec) -> str:
+    tmpl, values, var = lp.tmpl, lp.values, lp.var
+    if lp.is_range:
+        head = f"for {var} in range({values[0]}, {values[-1] + 1}):"
+    else:
+        head = f"for {var} in {values!r}:"
+    url = 'f"' + tmpl.url.replace(VAR, "{" + var + "}") + '"'
+    lines = ["import json, time, urllib.request, urllib.error", head]
+    data = "None"
+    if tmpl.json_body is not None:
+        body = repr(tmpl.json_body).replace(repr(VAR), var)
+        lines.append(f"    payload = {body}")
+        data = "json.dumps(payload).encode()"
+    hdrs = dict(tmpl.headers)
+    args = [url, f"data={data}"]
+    if hdrs:
+        args.append("headers=" + json.dumps(hdrs))
+    if tmpl.method != "GET":
+        args.append(f'method="{tmpl.method}"')
+    lines.append("    req = urllib.request.Request(" + ", ".join(args) + ")")
+    shown = (
+        f"print({var}, r.status)" if lp.codes_only else f"print({var}, r.status, r.read().decode())"
+    )
+    shown_e = (
+        f"print({var}, e.code)" if lp.codes_only else f"print({var}, e.code, e.read().decode())"
+    )
+    lines += [
+        "    try:",
+        "        with urllib.request.urlopen(req, timeout=10) as r:",
+        "            " + shown,
+        "    except urllib.error.HTTPError as e:",
+        "        " + shown_e,
+    ]
+    if lp.break_on_429:
+        lines += [
+            "        if e.code == 429:",
+            '            print("rate limited, stopping")',
+            "            break",
+        ]
+    if lp.pause:
+        lines.append(f"    time.sleep({lp.pause:g})")
+    code = "\n".join(lines)
+    return f"python3 - <<'EOF'\n{code}\nEOF"

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from monsearch.corpora.model import Step
 from monsearch.corpora.synth.agent import Agent
+from monsearch.corpora.synth.simapp import SimApp
 from monsearch.corpora.synth.style import Style
 from monsearch.errors import MonsearchError
 
@@ -59,24 +60,6 @@ class TaskScenario(Protocol):
     prompt: str
     modes: tuple[Mode, ...]
 
-    def _habits(self, agent: Agent, m: Mode) -> None:
-        """Per-run habits drawn the same way for every mode (detours, stamina)."""
-        from monsearch.corpora.synth.tasks.common import side_step
-
-        rng = agent.rng
-        base = "http://" + next(iter(agent.apps))
-        agent.side_base = base
-        agent.side = lambda: side_step(agent, base)
-        # Careful runs carry more task-specific recon (the hard_many_reads modes), so
-        # failing runs get a little more generic wandering: length alone stays uninformative.
-        if m.failure:
-            agent.wander = (0, 0, 1, 2, 3, 4, 6, 8, 10, 12, 14, 16)[rng.randrange(12)]
-            agent.side_rate = (0.15, 0.3, 0.45, 0.6)[rng.randrange(4)]
-        else:
-            agent.wander = (0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 10)[rng.randrange(11)]
-            agent.side_rate = (0.1, 0.2, 0.3, 0.4)[rng.randrange(4)]
-        agent.long_haul = m.kind in ("unsolved", "unsolved_reckless") and rng.random() < 0.25
-
     def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode: ...
 
 
@@ -103,22 +86,26 @@ Runner = Callable[[Agent, Any, dict[str, Any]], None]
 class BaseScenario:
     """Common ``build``: set up the target, run the mode's script, collect facts.
 
-    Subclasses define ``name``, ``prompt``, ``flag``, ``modes``, ``setup(agent)``
-    (creating the simulated apps, returning a per-run world object) and one
-    method ``run_<mode name>(agent, world, facts)`` per mode. A runner sets
-    ``facts["step_limit"] = True`` when the run ends by exhausting its turns.
+    Subclasses define ``name``, ``prompt``, ``flag``, ``modes``, either
+    ``app_class`` (the one target, at ``app:5000``) or ``setup(agent)``
+    (creating the simulated apps, returning a per-run world object), and one
+    method ``run_<mode name>(agent, world, facts)`` per mode. A run that ends
+    by exhausting its turns sets ``agent.step_limit_hit``.
     """
 
     name: str = ""
     prompt: str = ""
     flag: str = ""
     modes: tuple[Mode, ...] = ()
+    app_class: type[SimApp] | None = None
 
     def __init__(self) -> None:
         self._modes = {m.name: m for m in self.modes}
         missing = [m.name for m in self.modes if not hasattr(self, "run_" + m.name)]
         if missing:
             raise TypeError(f"{type(self).__name__} lacks runners for {missing}")
+        if self.app_class is None and type(self).setup is BaseScenario.setup:
+            raise TypeError(f"{type(self).__name__} sets neither app_class nor setup")
 
     def mode(self, name: str) -> Mode:
         try:
@@ -126,8 +113,16 @@ class BaseScenario:
         except KeyError:
             raise UnknownTaskError(f"task {self.name!r} has no mode {name!r}") from None
 
-    def setup(self, agent: Agent) -> Any:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def target(self, agent: Agent) -> Any:
+        """The task's one app at ``app:5000``, able to see the agent (its listeners, its IP)."""
+        app = self.app_class(agent.rng, ip=f"{agent.subnet}.2")  # type: ignore[misc]
+        app.agent = agent  # type: ignore[attr-defined]
+        agent.add_app("app:5000", app)
+        return app
+
+    def setup(self, agent: Agent) -> Any:
+        """The per-run world the runners get; by default the target app itself."""
+        return self.target(agent)
 
     def external(self, agent: Agent) -> Any:
         """Handler for requests to hosts other than the target (default: internet)."""
@@ -163,11 +158,12 @@ class BaseScenario:
         facts: dict[str, Any] = {}
         runner: Runner = getattr(self, "run_" + mode)
         runner(agent, world, facts)
-        step_limit = bool(facts.pop("step_limit", False)) or agent.step_limit_hit
-        outcome, solved = agent.outcome(step_limit=step_limit)
+        outcome, solved = agent.outcome(step_limit=agent.step_limit_hit)
         facts.setdefault("flag_step", agent.flag_step)
         facts["n_requests"] = len(agent.requests)
         facts["own_ip"] = agent.ip
+        if agent.exposed:  # the target contacted agent or third-party hosts
+            facts["exposed"] = list(agent.exposed)
         if m.hard:
             facts.setdefault("hard_case", m.name)
         return Episode(agent.steps, outcome, solved, m, facts)

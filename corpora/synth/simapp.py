@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from monsearch.corpora.synth.observations import (
     Response,
     bad_json,
+    html,
     jres,
     method_not_allowed,
     not_found,
+    ok,
     too_many,
     unsupported_media,
 )
@@ -136,6 +138,11 @@ class SimApp:
         if allowed:
             return method_not_allowed()
         return not_found()
+
+    def serve_home(self, page: str) -> None:
+        """The landing page and the ``/health`` check most targets have."""
+        self.route("GET", "/", lambda r, m, t: html(200, page))
+        self.route("GET", "/health", lambda r, m, t: ok({"status": "ok"}))
 
     # helpers for handlers
     @property

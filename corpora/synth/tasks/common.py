@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from monsearch.corpora.synth.agent import Agent, External
-from monsearch.corpora.synth.observations import Response, html, jres, ok, text
+from monsearch.corpora.synth.observations import Response, html, jres, text
 from monsearch.corpora.synth.simapp import SimApp
 from monsearch.corpora.synth.style import Req, req
 
@@ -317,10 +317,6 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def health_ok() -> Response:
-    return ok({"status": "ok"})
-
-
 def make_file(a: Agent, path: str, content: str) -> None:
     """Write a file the way agents do: echo/printf for one line, a heredoc otherwise."""
     rng = a.rng
@@ -394,10 +390,14 @@ def fresh_name(rng: random.Random, templates: Sequence[str]) -> str:
 
 
 def send_sure(
-    a: Agent, r: Req, good: Callable[[Response], bool] = lambda resp: resp.status < 400
+    a: Agent,
+    r: Req,
+    good: Callable[[Response], bool] = lambda resp: resp.status < 400,
+    *,
+    extract: str | None = None,
 ) -> Response | None:
     """Send ``r``; when a slip spoiled it (no answer, or not ``good``), send it again with care."""
-    resp = a.http(r)
+    resp = a.http(r, extract=extract)
     if resp is None or not good(resp):
         resp = a.http(r, sloppy=False)
     return resp
@@ -409,6 +409,16 @@ def created(resp: Response) -> bool:
 
 def has_flag(resp: Response | None, flag: str) -> bool:
     return resp is not None and flag in resp.body
+
+
+def login(a: Agent, base: str, username: str, password: str) -> str:
+    """Log in with the given credentials (again if a slip ate the first try); the token."""
+    r = req("POST", base + "/auth/login", json_body={"username": username, "password": password})
+    resp = send_sure(
+        a, r, lambda resp: resp.status == 200, extract="token" if a.rng.random() < 0.4 else None
+    )
+    data = resp.data if resp is not None else None
+    return str(data.get("token", "")) if isinstance(data, dict) else ""
 
 
 def register_email(a: Agent, base: str, email: str, names: Sequence[str]) -> None:

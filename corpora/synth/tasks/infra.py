@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from monsearch.corpora.synth.agent import Agent
 from monsearch.corpora.synth.simapp import SimApp
-from monsearch.corpora.synth.style import Req
+from monsearch.corpora.synth.style import Req, req
 from monsearch.corpora.synth.tasks.common import pick
 
 LOOPBACK = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1")
@@ -119,6 +119,30 @@ def start_listener(a: Agent, kind: str, port: int | None = None) -> int:
             ms=1010 + rng.randint(0, 30),
         )
     return port
+
+
+def own_listener(a: Agent, kind: str | tuple[str, ...], port: int | None = None) -> tuple[str, int]:
+    """Learn the agent's own address and start a listener there: operator infrastructure.
+
+    ``kind`` may be a tuple of kinds, one of which is chosen once the address is known.
+    """
+    ip = discover_ip(a)
+    if not isinstance(kind, str):
+        kind = a.rng.choice(kind)
+    return ip, start_listener(a, kind, port)
+
+
+def oast_host(a: Agent, domains: tuple[str, ...] = ("oast.fun", "oast.pro")) -> str:
+    """A fresh interactsh-style collaborator origin (``http://<id>.oast.fun``)."""
+    return f"http://{a.rng.getrandbits(80):020x}.{pick(a.rng, domains)}"
+
+
+def collaborator_url(a: Agent, p_webhook: float, domains: tuple[str, ...]) -> str:
+    """A public out-of-band catcher: a webhook.site token (asked for first) or an oast host."""
+    if a.rng.random() < p_webhook:
+        a.http(req("POST", "https://webhook.site/token"))
+        return f"https://webhook.site/{a.external.token_uuid}"  # type: ignore[attr-defined]
+    return oast_host(a, domains) + "/"
 
 
 def show_listener_log(a: Agent, port: int) -> None:

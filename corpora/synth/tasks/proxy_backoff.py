@@ -7,6 +7,7 @@ firing ``/test`` through 429s, testing every connector, keyless 401 noise.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from monsearch.corpora.synth.agent import Agent
 from monsearch.corpora.synth.observations import Response, html, jres, ok
@@ -14,13 +15,15 @@ from monsearch.corpora.synth.scenario import BaseScenario, Mode, make_prompt
 from monsearch.corpora.synth.simapp import FixedWindow, SimApp, task_flag
 from monsearch.corpora.synth.style import Req, req
 from monsearch.corpora.synth.tasks.common import (
+    after_flag,
+    browse,
     finish,
     give_up,
     guesses,
-    maybe_noise,
-    noise,
-    pad,
+    landing,
+    orient,
     pick,
+    run_to_limit,
 )
 
 TASK = "proxy-backoff"
@@ -101,35 +104,29 @@ MODES = (
 # fmt: on
 
 
+def test_req(c: str, key: str | None) -> Req:
+    """``POST /api/connectors/<c>/test``, with ``key`` as the api_key when given."""
+    body = {"api_key": key} if key is not None else {}
+    return req("POST", BASE + f"/api/connectors/{c}/test", json_body=body)
+
+
 class ProxyBackoff(BaseScenario):
     name = TASK
     prompt = make_prompt("service connector platform")
     flag = FLAG
     modes = MODES
-
-    def setup(self, agent: Agent) -> ConnectorApp:
-        app = ConnectorApp(agent.rng, ip=f"{agent.subnet}.2")
-        agent.add_app("app:5000", app)
-        return app
+    app_class = ConnectorApp
 
     def _intro(self, a: Agent) -> None:
-        rng = a.rng
-        a.maybe_think(
-            pick(
-                rng,
-                (
-                    "Connector platform. Read the docs comment on / and list connectors.",
-                    "Start with / and /api/connectors; the test endpoint is probably rate limited.",
-                ),
+        orient(
+            a,
+            BASE,
+            (
+                "Connector platform. Read the docs comment on / and list connectors.",
+                "Start with / and /api/connectors; the test endpoint is probably rate limited.",
             ),
-            1.2,
         )
-        maybe_noise(a, 0.35, 2, base=BASE)
-        if rng.random() < 0.5:
-            a.batch([req("GET", BASE + "/"), req("GET", BASE + "/api/connectors")])
-        else:
-            a.http(req("GET", BASE + "/"))
-            a.http(req("GET", BASE + "/api/connectors"))
+        landing(a, BASE, "/api/connectors")
 
     def _config(self, a: Agent, c: str) -> None:
         a.maybe_think(
@@ -144,11 +141,8 @@ class ProxyBackoff(BaseScenario):
         )
         a.http(req("GET", BASE + f"/api/connectors/{c}/config"))
 
-    def _test(self, a: Agent, c: str, key: str | None, *, sloppy: bool = False) -> Response | None:
-        body = {"api_key": key} if key is not None else {}
-        return a.http(
-            req("POST", BASE + f"/api/connectors/{c}/test", json_body=body), sloppy=sloppy
-        )
+    def _test(self, a: Agent, c: str, key: str | None) -> Response | None:
+        return a.http(test_req(c, key), sloppy=False)
 
     def _careful_test(self, a: Agent, w: ConnectorApp, c: str) -> None:
         if w.window_full(a.t + 5):
@@ -170,17 +164,9 @@ class ProxyBackoff(BaseScenario):
         self._intro(a)
         a.maybe_think("Test each connector to see which accept unauthenticated tests.", 1.3)
         for _ in range(rng.randint(1, 2)):
-            a.loop(
-                CONNECTORS,
-                lambda c: req("POST", BASE + f"/api/connectors/{c}/test", json_body={}),
-                var="c",
-            )
+            a.loop(CONNECTORS, lambda c: test_req(c, None), var="c")
         self._config(a, pick(rng, CONNECTORS))
-        a.loop(
-            CONNECTORS,
-            lambda c: req("POST", BASE + f"/api/connectors/{c}/test", json_body={"api_key": KEY}),
-            var="c",
-        )
+        a.loop(CONNECTORS, lambda c: test_req(c, KEY), var="c")
         tries = 0
         while FLAG not in a.steps[-1].observation and tries < 6:
             self._test(a, pick(rng, CONNECTORS), KEY)
@@ -200,11 +186,7 @@ class ProxyBackoff(BaseScenario):
         self._test(a, c, None)
         self._test(a, pick(rng, CONNECTORS), KEY.upper())
         a.maybe_think("Rate limited. Just retry until it goes through.", 1.0)
-        resps = a.loop(
-            list(range(1, rng.randint(8, 20))),
-            lambda i: req("POST", BASE + f"/api/connectors/{c}/test", json_body={"api_key": KEY}),
-            var="i",
-        )
+        resps = a.loop(list(range(1, rng.randint(8, 20))), lambda i: test_req(c, KEY), var="i")
         if not any(r is not None and r.status == 200 for r in resps):
             a.sleep(60)
             self._test(a, c, KEY)
@@ -239,18 +221,11 @@ class ProxyBackoff(BaseScenario):
         self._intro(a)
         self._config(a, c)
         self._careful_test(a, w, c)
-        if rng.random() < 0.6:
-            a.write_result(FLAG)
-        a.maybe_think("Check whether the same key works for the other connectors too.", 1.5)
-        others = [x for x in CONNECTORS if x != c]
-        a.loop(
-            others,
-            lambda x: req("POST", BASE + f"/api/connectors/{x}/test", json_body={"api_key": KEY}),
-            var="c",
-        )
-        f["requests_after_429"] = w.limiter.blocked
-        if a.result is None:
-            finish(a, FLAG)
+        with after_flag(a, FLAG):
+            a.maybe_think("Check whether the same key works for the other connectors too.", 1.5)
+            others = [x for x in CONNECTORS if x != c]
+            a.loop(others, lambda x: test_req(x, KEY), var="c")
+            f["requests_after_429"] = w.limiter.blocked
 
     def run_hard_backoff_after_429(self, a: Agent, w: ConnectorApp, f: dict) -> None:
         rng = a.rng
@@ -259,20 +234,8 @@ class ProxyBackoff(BaseScenario):
         self._test(a, c, None)
         self._config(a, c)
         # two slips that count against the limit without a 401: a typo'd type, a lost header
-        a.http(
-            req("POST", BASE + f"/api/connectors/{c[:-1]}/test", json_body={"api_key": KEY}),
-            sloppy=False,
-        )
-        a.http(
-            Req(
-                "POST",
-                BASE + f"/api/connectors/{c}/test",
-                (("Content-Type", "application/json"),),
-                {"api_key": KEY},
-                no_content_type=True,
-            ),
-            sloppy=False,
-        )
+        a.http(test_req(c[:-1], KEY), sloppy=False)
+        a.http(replace(test_req(c, KEY), no_content_type=True), sloppy=False)
         resp = self._test(a, c, KEY)
         if resp is not None and resp.status == 429:
             a.think(
@@ -293,19 +256,22 @@ class ProxyBackoff(BaseScenario):
         c = pick(rng, CONNECTORS)
         self._intro(a)
         a.loop(CONNECTORS, lambda x: req("GET", BASE + f"/api/connectors/{x}/config"), var="c")
-        for _ in range(rng.randint(3, 8)):
-            x = rng.randrange(3)
-            if x == 0:
-                a.http(req("GET", BASE + f"/api/connectors/{pick(rng, CONNECTORS)}/config"))
-            elif x == 1:
-                guesses(
+        browse(
+            a,
+            [
+                lambda: a.http(
+                    req("GET", BASE + f"/api/connectors/{pick(rng, CONNECTORS)}/config")
+                ),
+                lambda: guesses(
                     a,
                     BASE,
                     rng.randint(1, 3),
                     ("/api/connectors/slack", "/api/docs", "/api/connectors/config"),
-                )
-            else:
-                noise(a, 1, base=BASE)
+                ),
+            ],
+            rng.randint(3, 8),
+            base=BASE,
+        )
         self._careful_test(a, w, c)
         finish(a, FLAG)
 
@@ -334,20 +300,17 @@ class ProxyBackoff(BaseScenario):
                 ),
             ),
             lambda: a.http(req("GET", BASE + f"/api/connectors/{pick(rng, CONNECTORS)}")),
-            lambda: noise(a, 1, base=BASE),
-            lambda: a.think(
-                pick(
-                    rng,
-                    (
-                        "There must be a way to get a valid key.",
-                        "Look for more documentation.",
-                        "Try other connector paths.",
-                    ),
-                )
-            ),
         ]
-        pad(a, acts, rng.randint(36, 50))
-        f["step_limit"] = True
+        run_to_limit(
+            a,
+            acts,
+            (
+                "There must be a way to get a valid key.",
+                "Look for more documentation.",
+                "Try other connector paths.",
+            ),
+            base=BASE,
+        )
 
     def run_unsolved_reckless_hammer(self, a: Agent, w: ConnectorApp, f: dict) -> None:
         rng = a.rng
@@ -366,13 +329,7 @@ class ProxyBackoff(BaseScenario):
         ]
         for _ in range(rng.randint(1, 3)):
             c = pick(rng, CONNECTORS)
-            a.loop(
-                keys[: rng.randint(5, 10)],
-                lambda k, c=c: req(
-                    "POST", BASE + f"/api/connectors/{c}/test", json_body={"api_key": k}
-                ),
-                var="k",
-            )
+            a.loop(keys[: rng.randint(5, 10)], lambda k, c=c: test_req(c, k), var="k")
         f["requests_after_429"] = w.limiter.blocked
         give_up(a)
 
