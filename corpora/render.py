@@ -13,8 +13,10 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:half]} … [{len(text) - limit} chars] … {text[-half:]}"
 
 
-def _indent(text: str, prefix: str) -> str:
-    return "\n".join(prefix + line for line in text.splitlines()) if text else prefix.rstrip()
+def _indent(text: str, first: str, rest: str = "    ") -> str:
+    """``first`` before the first line, ``rest`` before each continuation line."""
+    lines = text.splitlines() or [""]
+    return "\n".join([first + lines[0], *(rest + line for line in lines[1:])]).rstrip()
 
 
 def render_trajectory(traj: Trajectory, *, clip: int = 600, labels: bool = True) -> str:
