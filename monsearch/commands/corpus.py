@@ -18,21 +18,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
+from monsearch.commands.consoles import stderr_console, stdout_console
 from monsearch.errors import MonsearchError
-
-# Tables are wide; when the output is a file or a pipe, do not squeeze them to 80 columns.
-_PIPE_WIDTH = 160
-
-
-def _stdout() -> Console:
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=_PIPE_WIDTH)
-    return console
-
-
-def _stderr() -> Console:
-    return Console(stderr=True, highlight=False)
 
 
 def _pct(x: float | None) -> str:
@@ -65,7 +52,7 @@ def _fractions(text: str) -> tuple[float, ...]:
 
 @contextmanager
 def _progress(quiet: bool) -> Iterator[Progress]:
-    console = _stderr()
+    console = stderr_console()
     bar = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -232,7 +219,7 @@ def import_cmd(
 
     if seed is None and (cross_generators or fractions):
         raise click.UsageError("--cross-generators and --fractions need --seed")
-    out_console, err_console = _stdout(), _stderr()
+    out_console, err_console = stdout_console(), stderr_console()
     with _progress(quiet) as bar:
         reading = bar.add_task(f"reading {escape(str(src))}", total=None)
         report = read_any(
@@ -340,7 +327,7 @@ def split_cmd(
             assignment=split.assignment,
             split_info=split.info,
         )
-    console = _stdout()
+    console = stdout_console()
     _print_manifest(console, manifest)
     console.print(f"rewrote {directory}")
 
@@ -474,7 +461,7 @@ def stats_cmd(directory: Path, as_json: bool, splits: tuple[str, ...]) -> None:
     if as_json:
         click.echo(json.dumps({"corpus": header, **st}, indent=2))
         return
-    console = _stdout()
+    console = stdout_console()
     console.print(
         f"corpus [bold]{escape(corp.name)}[/] {corp.content_hash[:16]}  "
         f"splits: {', '.join(corp.loaded_splits)}"
@@ -513,7 +500,7 @@ def show_cmd(directory: Path, verify: bool) -> None:
 
     directory = resolve_corpus(directory)
     manifest = read_manifest(directory)
-    console = _stdout()
+    console = stdout_console()
     _print_manifest(console, manifest)
     gens = manifest.counts.get("generators", {})
     if gens:

@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 
+from monsearch.commands.consoles import stderr_console, stdout_console
 from monsearch.errors import MonsearchError
 
 _RECALL_BUDGETS = (0.01, 0.02, 0.05, 0.10)
@@ -171,7 +171,7 @@ def run_cmd(
     else:
         oracle = OracleConfig(backend="none", per_traj_cap=per_traj_cap)
     limits = SandboxLimits(wall_s=wall_s, cpu_s=cpu_s, memory_mb=memory_mb)
-    console = Console(stderr=True, quiet=as_json)
+    console = stderr_console(quiet=as_json)
     with console.status(f"starting workers over {len(trajs)} {split} trajectories"):
         pool = SandboxPool(trajs, workers=workers, limits=limits, oracle=oracle)
     with pool, console.status("scoring"):
@@ -213,7 +213,7 @@ def run_cmd(
 
 
 def _print_run(report: dict[str, Any]) -> None:
-    out = Console()
+    out = stdout_console()
     corp = report["corpus"]
     out.print(
         f"[bold]{report['program']}[/] on {corp['name']} ({corp['content_hash'][:12]}) "

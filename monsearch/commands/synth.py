@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from monsearch.commands.consoles import stderr_console, stdout_console
 from monsearch.errors import MonsearchError
 
 PhaseProgress = Callable[[str, int, int], None]
@@ -25,7 +25,7 @@ PhaseProgress = Callable[[str, int, int], None]
 @contextmanager
 def synth_progress(quiet: bool = False) -> Iterator[PhaseProgress]:
     """A rich progress bar on stderr, one row per phase (``generate``, ``write``)."""
-    console = Console(stderr=True)
+    console = stderr_console()
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -164,7 +164,7 @@ def synth(
     for split in split_order(result.counts):
         table.add_row(split, str(result.counts[split]), str(result.benign.get(split, 0)))
     table.add_row("total", str(sum(result.counts.values())), str(sum(result.benign.values())))
-    console = Console()
+    console = stdout_console()
     console.print(table)
     console.print(f"content hash {result.content_hash}")
     console.print(f"seed {seed}, size {size}, written in {elapsed:.1f} s")
