@@ -119,3 +119,68 @@ def test_view_shows_no_labels(corpus_dir: Path) -> None:
 def test_helpers_lists_regex_helpers() -> None:
     code, out = _run("sandbox", "helpers")
     assert code == 0 and "re_search" in out and "entropy" in out
+
+
+ORACLE_PROGRAM = """
+def score(traj):
+    first = oracle(traj)
+    second = oracle(traj)
+    if second is not None:
+        return -1.0
+    return first if first is not None else 0.0
+"""
+
+
+def test_run_with_a_live_llm_oracle_and_its_cache(
+    corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openai_stub_server import StubJudgeServer
+
+    prog = tmp_path / "oracle.py"
+    prog.write_text(ORACLE_PROGRAM)
+    monkeypatch.setenv("MONSEARCH_JUDGE_API_KEY", "test-key")
+    n_val = len(load_corpus(corpus_dir, ["val"]).split("val"))
+    with StubJudgeServer() as stub:
+        args = [
+            "sandbox",
+            "run",
+            str(prog),
+            "--corpus",
+            str(corpus_dir),
+            "--workers",
+            "1",
+            "--json",
+            "--oracle",
+            "llm",
+            "--judge-model",
+            "stub-judge",
+            "--judge-base-url",
+            stub.base_url,
+            "--oracle-cache",
+            str(tmp_path / "cache"),
+            "--cap",
+            "1",
+        ]
+        code, out = _run(*args)
+        assert code == 0, out
+        first = json.loads(out)
+        # Q = 1: the second call on every trajectory is refused, never answered.
+        assert sum(first["oracle"]["counts"].values()) == n_val
+        assert sum(first["oracle"]["refused"].values()) == n_val
+        assert first["oracle"]["fresh"] == n_val == stub.chat_count
+        code, out = _run(*args)
+        second = json.loads(out)
+        assert second["oracle"]["fresh"] == 0 and stub.chat_count == n_val  # all from the cache
+        assert second["score_summary"] == first["score_summary"]
+        assert first["score_summary"]["max"] <= 1.0 and first["score_summary"]["min"] >= 0.0
+
+
+def test_llm_oracle_without_a_model_is_a_clear_error(
+    corpus_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MONSEARCH_JUDGE_MODEL", raising=False)
+    result = CliRunner().invoke(
+        cli, ["sandbox", "run", "--corpus", str(corpus_dir), "--oracle", "llm"]
+    )
+    assert result.exit_code != 0
+    assert "MONSEARCH_JUDGE_MODEL" in str(result.exception)

@@ -121,10 +121,36 @@ def sandbox() -> None:
 @click.option(
     "--oracle",
     "oracle_backend",
-    type=click.Choice(["replay", "none"]),
+    type=click.Choice(["replay", "llm", "none"]),
     default="replay",
     show_default=True,
-    help="What oracle(traj) answers: the corpus's stored oracle verdicts, or nothing.",
+    help="What oracle(traj) answers: the corpus's stored oracle verdicts (replay), a live "
+    "OpenAI-compatible judge (llm), or nothing.",
+)
+@click.option(
+    "--judge-model",
+    envvar="MONSEARCH_JUDGE_MODEL",
+    help="llm oracle: judge model name [env MONSEARCH_JUDGE_MODEL].",
+)
+@click.option(
+    "--judge-base-url",
+    envvar="MONSEARCH_JUDGE_BASE_URL",
+    help="llm oracle: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 "
+    "[env MONSEARCH_JUDGE_BASE_URL]. The key comes from MONSEARCH_JUDGE_API_KEY or OPENAI_API_KEY.",
+)
+@click.option(
+    "--oracle-cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("runs/oracle-cache"),
+    show_default=True,
+    help="llm oracle: on-disk answer cache; re-running costs no judge calls.",
+)
+@click.option(
+    "--rubrics",
+    "rubric_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="llm oracle: folder of task rubrics (<task>/rubric.txt or <task>.txt), e.g. a "
+    "StealthBench checkout's tasks/ [default: the rubrics monsearch ships].",
 )
 @click.option(
     "--cap",
@@ -149,6 +175,10 @@ def run_cmd(
     cpu_s: float,
     memory_mb: int,
     oracle_backend: str,
+    judge_model: str | None,
+    judge_base_url: str | None,
+    oracle_cache: Path,
+    rubric_dir: Path | None,
     per_traj_cap: int,
     scores_out: Path | None,
     as_json: bool,
@@ -161,16 +191,29 @@ def run_cmd(
     """
     from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
     from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
+    from monsearch.sandbox.oracle_llm import LLMJudgeConfig
 
     source, origin = _read_program(program)
     corp, trajs = _load_split(corpus_dir, split, quiet=as_json)
+    # A live judge call may take seconds: the per-trajectory budget would cut it off.
+    per_traj_ms: float | None = 500.0
     if oracle_backend == "replay":
         oracle = OracleConfig(
             backend="replay", per_traj_cap=per_traj_cap, replay_scores=replay_scores_from(trajs)
         )
+    elif oracle_backend == "llm":
+        judge = LLMJudgeConfig(model=judge_model, base_url=judge_base_url).resolved()
+        oracle = OracleConfig(
+            backend="llm",
+            per_traj_cap=per_traj_cap,
+            llm=judge,
+            cache_dir=oracle_cache,
+            rubric_dir=rubric_dir,
+        )
+        per_traj_ms = None
     else:
         oracle = OracleConfig(backend="none", per_traj_cap=per_traj_cap)
-    limits = SandboxLimits(wall_s=wall_s, cpu_s=cpu_s, memory_mb=memory_mb)
+    limits = SandboxLimits(wall_s=wall_s, cpu_s=cpu_s, memory_mb=memory_mb, per_traj_ms=per_traj_ms)
     console = stderr_console(quiet=as_json)
     with console.status(f"starting workers over {len(trajs)} {split} trajectories"):
         pool = SandboxPool(trajs, workers=workers, limits=limits, oracle=oracle)
