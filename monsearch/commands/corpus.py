@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from monsearch.commands.consoles import stderr_console, stdout_console
+from monsearch.commands.options import corpus_option, find_trajectory, splits_option
 from monsearch.errors import MonsearchError
 
 
@@ -524,20 +525,8 @@ def show_cmd(directory: Path, verify: bool) -> None:
 
 @corpus.command("trajectory")
 @click.argument("trajectory_id")
-@click.option(
-    "--corpus",
-    "directory",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Corpus folder (default: the embedded synthetic corpus).",
-)
-@click.option(
-    "--split",
-    "splits",
-    multiple=True,
-    metavar="SPLIT",
-    help="Look only in these splits (repeatable). Default: train and val (sealed splits are "
-    "read only when named).",
-)
+@corpus_option("directory")
+@splits_option("train and val (sealed splits are read only when named)")
 @click.option(
     "--clip",
     type=click.IntRange(min=0),
@@ -550,18 +539,10 @@ def trajectory_cmd(
     trajectory_id: str, directory: Path | None, splits: tuple[str, ...], clip: int, no_labels: bool
 ) -> None:
     """Print one trajectory as a transcript: commands, outputs, thoughts and verdicts."""
-    from monsearch.commands.synth import resolve_corpus
     from monsearch.corpora.render import render_trajectory
-    from monsearch.corpora.store import load_corpus
 
-    corp = load_corpus(resolve_corpus(directory), list(splits) or ["train", "val"])
-    for traj in corp.trajectories():
-        if traj.id == trajectory_id:
-            click.echo(render_trajectory(traj, clip=clip, labels=not no_labels))
-            return
-    raise MonsearchError(
-        f"no trajectory {trajectory_id!r} in split(s) {', '.join(corp.loaded_splits)} of {corp.path}"
-    )
+    traj = find_trajectory(directory, splits, trajectory_id)
+    click.echo(render_trajectory(traj, clip=clip, labels=not no_labels))
 
 
 from monsearch.commands.synth import synth  # noqa: E402

@@ -17,6 +17,7 @@ import numpy as np
 from rich.table import Table
 
 from monsearch.commands.consoles import stderr_console, stdout_console
+from monsearch.commands.options import corpus_option, find_trajectory, splits_option
 from monsearch.errors import MonsearchError
 
 _RECALL_BUDGETS = (0.01, 0.02, 0.05, 0.10)
@@ -97,12 +98,7 @@ def sandbox() -> None:
 
 @sandbox.command("run")
 @click.argument("program", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option(
-    "--corpus",
-    "corpus_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Corpus folder (default: the embedded synthetic corpus, built once and cached).",
-)
+@corpus_option()
 @click.option("--split", default="val", show_default=True, help="Split to score (train or val).")
 @click.option("--workers", type=click.IntRange(min=1), help="Worker processes [default: cores].")
 @click.option(
@@ -339,24 +335,15 @@ def check_cmd(program: Path, as_json: bool) -> None:
 
 @sandbox.command("view")
 @click.argument("trajectory_id")
-@click.option(
-    "--corpus",
-    "corpus_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Corpus folder (default: the embedded synthetic corpus).",
-)
-@click.option("--split", default="train", show_default=True, help="Split holding the trajectory.")
-def view_cmd(trajectory_id: str, corpus_dir: Path | None, split: str) -> None:
+@corpus_option()
+@splits_option("train and val (sealed splits are read only when named)")
+def view_cmd(trajectory_id: str, corpus_dir: Path | None, splits: tuple[str, ...]) -> None:
     """Print, as JSON, exactly what a monitor program sees of one trajectory."""
     from monsearch.sandbox.frozen import thaw
     from monsearch.sandbox.view import build_view
 
-    _, trajs = _load_split(corpus_dir, split, quiet=True)
-    for traj in trajs:
-        if traj.id == trajectory_id:
-            click.echo(json.dumps(thaw(build_view(traj)), indent=2, default=str))
-            return
-    raise MonsearchError(f"no trajectory {trajectory_id!r} in split {split!r}")
+    traj = find_trajectory(corpus_dir, splits, trajectory_id)
+    click.echo(json.dumps(thaw(build_view(traj)), indent=2, default=str))
 
 
 @sandbox.command("helpers")
