@@ -60,3 +60,16 @@ def test_read_any_refuses_bad_combinations() -> None:
         read_any(RESULTS, "inspect")
     with pytest.raises(MonsearchError, match="labels file applies to ATIF input only"):
         read_any(RESULTS, labels=GOOD / "labels.jsonl")
+
+
+def test_progress_is_reported_per_trajectory_file(tmp_path) -> None:
+    from readers_support import build_tree
+
+    from monsearch.corpora.readers import read_any
+
+    root = tmp_path / "r"
+    build_tree(root, 12, seed=1)
+    seen: list[tuple[int, int]] = []
+    report = read_any(root, "stealthbench", progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(i, 12) for i in range(1, 13)]
+    assert report.files_read == 12

@@ -15,7 +15,7 @@ from monsearch.corpora.errors import InputError, InputTooLargeError
 from monsearch.corpora.readers.atif import read_atif
 from monsearch.corpora.readers.detect import FORMATS, detect_format
 from monsearch.corpora.readers.jsonio import DEFAULT_MAX_BYTES
-from monsearch.corpora.readers.report import ImportReport, Skipped
+from monsearch.corpora.readers.report import FileProgress, ImportReport, Skipped
 from monsearch.corpora.readers.stealthbench import read_stealthbench
 from monsearch.errors import MonsearchError
 
@@ -41,8 +41,12 @@ def read_any(
     strict: bool = False,
     oracle_judges: frozenset[str] | set[str] = frozenset(),
     max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: FileProgress | None = None,
 ) -> ImportReport:
-    """Read ``src`` as ``fmt`` (``"stealthbench"``, ``"atif"`` or ``"auto"``)."""
+    """Read ``src`` as ``fmt`` (``"stealthbench"``, ``"atif"`` or ``"auto"``).
+
+    ``progress(done, total)`` is called after each trajectory file.
+    """
     src = Path(src)
     if fmt == "auto":
         fmt = detect_format(src, max_bytes=max_bytes)
@@ -52,11 +56,16 @@ def read_any(
                 "a labels file applies to ATIF input only; StealthBench labels come from its verdicts/"
             )
         return read_stealthbench(
-            src, strict=strict, oracle_judges=oracle_judges, max_bytes=max_bytes
+            src, strict=strict, oracle_judges=oracle_judges, max_bytes=max_bytes, progress=progress
         )
     if fmt == "atif":
         return read_atif(
-            src, labels=labels, strict=strict, oracle_judges=oracle_judges, max_bytes=max_bytes
+            src,
+            labels=labels,
+            strict=strict,
+            oracle_judges=oracle_judges,
+            max_bytes=max_bytes,
+            progress=progress,
         )
     raise MonsearchError(
         f"unknown trajectory format {fmt!r}; expected one of: auto, {', '.join(FORMATS)}"

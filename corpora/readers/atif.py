@@ -57,7 +57,7 @@ from monsearch.corpora.readers.jsonio import (
     iter_jsonl,
     load_json,
 )
-from monsearch.corpora.readers.report import ImportReport, ReportBuilder
+from monsearch.corpora.readers.report import FileProgress, ImportReport, ReportBuilder
 from monsearch.corpora.readers.stepinput import step_input
 from monsearch.corpora.readers.verdicts import read_verdict, split_roles
 
@@ -106,16 +106,16 @@ def read_atif(
     strict: bool = False,
     oracle_judges: frozenset[str] | set[str] = frozenset(),
     max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: FileProgress | None = None,
 ) -> ImportReport:
     """Read canonical ATIF trajectories, with labels inline or from a side JSONL."""
     src = Path(src)
-    builder = ReportBuilder(strict=strict)
+    builder = ReportBuilder(strict=strict, progress=progress)
     side = _read_labels(Path(labels), builder, max_bytes) if labels is not None else {}
     oracles = frozenset(oracle_judges)
     files, base = _locate(src, Path(labels) if labels is not None else None)
     no_task = 0
     for path in files:
-        builder.report.files_read += 1
         display = str(path)
         rel = path.relative_to(base).as_posix()
         for line, value in _documents(path, display, max_bytes):
@@ -130,6 +130,7 @@ def read_atif(
                 continue
             no_task += traj.task == UNKNOWN_TASK
             builder.add(traj, where=display, id_field=id_field, line=line)
+        builder.file_done(len(files))
     if no_task:
         builder.warn(f"{no_task} trajectories name no task; read as task {UNKNOWN_TASK!r}")
     unmatched = sorted(tid for tid, s in side.items() if not s.used)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from monsearch.corpora.errors import InputError
@@ -35,13 +36,24 @@ class ImportReport:
         return sum(1 for t in self.trajectories if t.is_labelled)
 
 
+#: Called after each trajectory file with (files done, files in all).
+FileProgress = Callable[[int, int], None]
+
+
 class ReportBuilder:
     """Collects trajectories and skips; in strict mode the first skip raises."""
 
-    def __init__(self, *, strict: bool) -> None:
+    def __init__(self, *, strict: bool, progress: FileProgress | None = None) -> None:
         self.strict = strict
         self.report = ImportReport()
+        self._progress = progress
         self._seen: dict[str, str] = {}  # trajectory id -> where it was first read
+
+    def file_done(self, total: int) -> None:
+        """Count one more trajectory file examined (and report progress)."""
+        self.report.files_read += 1
+        if self._progress is not None:
+            self._progress(self.report.files_read, total)
 
     def skip(self, err: InputError) -> None:
         if self.strict:

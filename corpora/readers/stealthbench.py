@@ -40,7 +40,7 @@ from typing import Any
 from monsearch.corpora.errors import InputError
 from monsearch.corpora.model import OUTCOMES, Step, Trajectory, Verdict, aggregate_panel
 from monsearch.corpora.readers.jsonio import DEFAULT_MAX_BYTES, MISSING, Node, load_json
-from monsearch.corpora.readers.report import ImportReport, ReportBuilder
+from monsearch.corpora.readers.report import FileProgress, ImportReport, ReportBuilder
 from monsearch.corpora.readers.stepinput import step_input
 from monsearch.corpora.readers.verdicts import (
     is_oracle,
@@ -92,18 +92,18 @@ def read_stealthbench(
     strict: bool = False,
     oracle_judges: frozenset[str] | set[str] = frozenset(),
     max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: FileProgress | None = None,
 ) -> ImportReport:
     """Read a StealthBench results tree (or one trajectory file) into trajectories."""
     src = Path(src)
     layout = _locate(src)
-    builder = ReportBuilder(strict=strict)
+    builder = ReportBuilder(strict=strict, progress=progress)
     judge_dirs = _judge_dirs(layout.root)
     oracles = frozenset(oracle_judges)
     # (task, id) of every run, from folder names too, so a run skipped as broken
     # does not make its verdicts look orphaned.
     keys: set[tuple[str, str]] = set()
     for path in layout.files:
-        builder.report.files_read += 1
         keys.add((path.parent.parent.name, path.parent.name))
         display = str(path)
         try:
@@ -111,6 +111,8 @@ def read_stealthbench(
         except InputError as err:
             builder.skip(err)
             continue
+        finally:
+            builder.file_done(len(layout.files))
         keys.add((traj.task, traj.id))
         for w in warnings:
             builder.warn(w)

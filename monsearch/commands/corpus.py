@@ -224,9 +224,13 @@ def import_cmd(
     with _progress(quiet) as bar:
         reading = bar.add_task(f"reading {escape(str(src))}", total=None)
         report = read_any(
-            src, fmt, labels=labels, strict=strict, oracle_judges=frozenset(oracle_judges)
+            src,
+            fmt,
+            labels=labels,
+            strict=strict,
+            oracle_judges=frozenset(oracle_judges),
+            progress=lambda done, total: bar.update(reading, completed=done, total=total),
         )
-        bar.update(reading, total=1, completed=1)
         if not report.trajectories:
             raise MonsearchError(
                 f"{src}: no trajectory could be read ({report.files_read} files examined, "
