@@ -20,7 +20,13 @@ Statuses of a :class:`CandidateResult`:
 - ``timeout``: wall-clock or CPU limit, or too many per-trajectory budget overruns;
 - ``memory``: MemoryError / address-space limit;
 - ``crash``: the program's process died from a signal or sent no valid result;
-- ``invalid``: no ``score`` function, or a non-numeric or non-finite score.
+- ``invalid``: no ``score`` function, or a non-numeric or non-finite score;
+- ``oracle_error``: the oracle (the judge behind ``oracle(traj)``) failed during the
+  run; the program is not to blame and its scores are not comparable.
+
+Views are built once per set of trajectories and cached on disk
+(:mod:`.view_cache`); each pool salts the ids its programs see with a secret of its
+own, so a view id never gives the real trajectory id back.
 
 Linux only (fork, rlimits, ``prctl``); CPython only (RestrictedPython).
 """
@@ -37,7 +43,7 @@ import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +63,9 @@ from monsearch.sandbox.workers import (
     worker_environment,
 )
 
-STATUSES = ("ok", "error", "timeout", "memory", "crash", "invalid")
+STATUSES = ("ok", "error", "timeout", "memory", "crash", "invalid", "oracle_error")
+#: ``cache_dir`` default of :class:`SandboxPool`: monsearch's cache folder.
+DEFAULT_CACHE = object()
 #: Extra seconds the host waits for a worker beyond the candidate's wall limit.
 WORKER_GRACE_S = 15.0
 
@@ -171,6 +179,16 @@ def finalise(
         result.status = status
         result.n_errors = _int(header.get("n_errors"))
         return result
+    judge_errors = _int(result.oracle.get("judge_errors"))
+    if status == "done" and judge_errors:
+        result.status = "oracle_error"
+        result.n_errors = _int(header.get("n_errors"))
+        first = str(result.oracle.get("judge_error") or "")[:1000]
+        result.message = (
+            f"the oracle judge failed on {judge_errors} call(s); the program is not to blame"
+            + (f": {first}" if first else "")
+        )
+        return result
     if status != "done":
         result.message = f"unknown result status {status!r}"
         return result
@@ -211,8 +229,14 @@ class SandboxPool:
 
     ``workers`` defaults to the number of cores. Candidates are spread over the
     workers; each runs in a fresh child forked from its worker. A worker that dies
-    or stops answering is killed and replaced (its views rebuilt) and the run goes
+    or stops answering is killed and replaced (it reloads the views) and the run goes
     on; the host process survives anything a program does.
+
+    ``identity`` names the trajectories' content for the view cache (e.g. corpus
+    content hash, split and assignment hash); without it the stripped trajectories
+    are hashed. ``cache_dir`` is where views are cached (default: monsearch's cache
+    folder; ``None``: no cache). ``id_key`` is the secret that salts view ids (default:
+    random per pool). ``progress(stage, done, total)`` reports start-up stages.
     """
 
     def __init__(
@@ -222,7 +246,14 @@ class SandboxPool:
         workers: int | None = None,
         limits: SandboxLimits | None = None,
         oracle: Any | None = None,
+        identity: str | None = None,
+        cache_dir: Any = DEFAULT_CACHE,
+        id_key: bytes | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
+        from monsearch.sandbox.view import new_view_id_key
+        from monsearch.sandbox.view_cache import ensure_views_file, views_key
+
         if not trajectories:
             raise MonsearchError("the sandbox needs at least one trajectory")
         ids = tuple(t.id for t in trajectories)
@@ -232,33 +263,58 @@ class SandboxPool:
         self.limits = limits or SandboxLimits()
         self.oracle = oracle
         self.n_workers = max(1, workers or os.cpu_count() or 1)
+        self._tmp = Path(tempfile.mkdtemp(prefix="monsearch-sandbox-"))
+        self._cwd = self._tmp / "cwd"
+        self._cwd.mkdir()
+        self._logs = self._tmp / "logs"
+        self._logs.mkdir()
+        self._all: list[WorkerHandle] = []
+        self._finalizer = weakref.finalize(self, _shutdown, self._all, self._tmp)
+        stripped = strip_for_sandbox(trajectories)
+        blob = None if identity else pickle.dumps(stripped, protocol=pickle.HIGHEST_PROTOCOL)
+        if cache_dir is DEFAULT_CACHE:
+            from monsearch.cache import cache_dir as default_cache_dir
+
+            cache_dir = default_cache_dir()
+        try:
+            views_path, self.views_cached = ensure_views_file(
+                stripped,
+                views_key(ids, identity, blob),
+                Path(cache_dir) if cache_dir is not None else None,
+                self._tmp,
+                progress,
+            )
+        except BaseException:
+            self._finalizer()
+            raise
+        backend = getattr(oracle, "backend", None)
+        self.id_key = id_key if id_key is not None else new_view_id_key()
         self._init_blob = pickle.dumps(
             {
-                "trajectories": strip_for_sandbox(trajectories),
+                "ids": ids,
+                "views_path": str(views_path),
+                "id_key": self.id_key,
+                # Only a live judge needs the trajectories themselves (for its prompt).
+                "trajectories": stripped if backend == "llm" else None,
                 "limits": self.limits,
                 "oracle": oracle,
             },
             protocol=pickle.HIGHEST_PROTOCOL,
         )
         self._env = worker_environment()
-        self._tmp = Path(tempfile.mkdtemp(prefix="monsearch-sandbox-"))
-        self._cwd = self._tmp / "cwd"
-        self._cwd.mkdir()
-        self._logs = self._tmp / "logs"
-        self._logs.mkdir()
         self._lock = threading.Lock()
         self._refill_lock = threading.Lock()
         self._spawned = 0
         self._idle: queue.Queue[WorkerHandle] = queue.Queue()
-        self._all: list[WorkerHandle] = []
         self._closed = False
         self.replacements = 0
-        self._finalizer = weakref.finalize(self, _shutdown, self._all, self._tmp)
         try:
             handles = [self._spawn() for _ in range(self.n_workers)]
-            for handle in handles:
+            for i, handle in enumerate(handles):
                 handle.wait_ready(self.limits.startup_s)
                 self._idle.put(handle)
+                if progress is not None:
+                    progress("starting workers", i + 1, len(handles))
         except BaseException:
             self.close()
             raise
@@ -280,6 +336,13 @@ class SandboxPool:
     def worker_pids(self) -> list[int]:
         with self._lock:
             return [h.pid for h in self._all if h.proc.poll() is None]
+
+    @property
+    def view_ids(self) -> tuple[str, ...]:
+        """The opaque ids programs see, aligned with :attr:`trajectory_ids` (host side only)."""
+        from monsearch.sandbox.view import view_id
+
+        return tuple(view_id(i, self.id_key) for i in self.trajectory_ids)
 
     @property
     def workdir(self) -> Path:

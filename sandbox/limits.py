@@ -39,6 +39,14 @@ class SandboxLimits:
     - ``max_source_bytes``: programs above this size are refused at compile time.
     - ``nofile``: RLIMIT_NOFILE of the child (raised for oracle backends that need files).
     - ``startup_s``: how long a worker may take to start and build its views.
+    - ``setup_s``: wall budget of the child's set-up (compile + module body).
+    - ``kill_grace_s``: how long past an overrun (of ``per_traj_ms`` or ``setup_s``) the
+      worker waits for the child's own interrupt before it SIGKILLs the child: a
+      program that swallows the interrupt or loops inside C code is decided within
+      about the per-trajectory budget plus this grace, not at the candidate caps.
+
+    The candidate caps scale with the work (:meth:`caps_for`): a candidate over a few
+    trajectories gets a few per-trajectory budgets, never the whole ``wall_s``/``cpu_s``.
     """
 
     wall_s: float = 60.0
@@ -52,6 +60,8 @@ class SandboxLimits:
     max_source_bytes: int = 64 * 1024
     nofile: int = 32
     startup_s: float = 300.0
+    setup_s: float = 2.0
+    kill_grace_s: float = 0.2
 
     def __post_init__(self) -> None:
         positive = {
@@ -62,6 +72,8 @@ class SandboxLimits:
             "max_source_bytes": self.max_source_bytes,
             "nofile": self.nofile,
             "startup_s": self.startup_s,
+            "setup_s": self.setup_s,
+            "kill_grace_s": self.kill_grace_s,
         }
         for name, value in positive.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
@@ -84,6 +96,31 @@ class SandboxLimits:
         """RLIMIT_CPU is in whole seconds."""
         return max(1, math.ceil(self.cpu_s))
 
+    @property
+    def overrun_s(self) -> float | None:
+        """Wall time after which one ``score()`` call is killed from outside (None: never).
+
+        The in-child interrupt arrives within 1.25x the budget (its tick is a quarter of
+        the budget); past that plus the grace, the call is not going to stop by itself.
+        """
+        if self.per_traj_ms is None:
+            return None
+        return 1.25 * self.per_traj_ms / 1000.0 + self.kill_grace_s
+
+    def caps_for(self, n: int) -> tuple[float, int]:
+        """``(wall seconds, RLIMIT_CPU seconds)`` for a candidate over ``n`` trajectories.
+
+        About the per-trajectory budget times the work plus set-up, capped by
+        ``wall_s`` / ``cpu_s``: with a per-trajectory budget, a candidate can never
+        legitimately need more, so a runaway is decided in proportion to the work.
+        """
+        overrun = self.overrun_s
+        if overrun is None:
+            return self.wall_s, self.cpu_seconds
+        work = self.setup_s + self.kill_grace_s + max(1, n) * overrun
+        wall = min(self.wall_s, work)
+        return wall, max(1, math.ceil(min(self.cpu_s, work)))
+
 
 def current_address_space() -> int:
     """Bytes of virtual address space this process has mapped now."""
@@ -92,7 +129,9 @@ def current_address_space() -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def apply_child_limits(limits: SandboxLimits, *, oracle_io: bool = False) -> None:
+def apply_child_limits(
+    limits: SandboxLimits, *, oracle_io: bool = False, cpu_seconds: int | None = None
+) -> None:
     """Set the rlimits of a freshly forked child, before any untrusted code runs.
 
     ``oracle_io`` is for an oracle backend that writes its on-disk cache or talks to a
@@ -107,7 +146,7 @@ def apply_child_limits(limits: SandboxLimits, *, oracle_io: bool = False) -> Non
     # Not enforced for root, but it is for everyone else: no forking from the child.
     if not oracle_io:
         setrl(resource.RLIMIT_NPROC, (0, 0))
-    cpu = limits.cpu_seconds
+    cpu = cpu_seconds if cpu_seconds is not None else limits.cpu_seconds
     # Soft limit delivers SIGXCPU (default action: terminate); hard limit SIGKILLs.
     setrl(resource.RLIMIT_CPU, (cpu, cpu + 1))
     # The child inherits the worker's views (copy-on-write); budget what it adds.

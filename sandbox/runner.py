@@ -7,10 +7,19 @@ the program cannot catch: a bare ``except:`` is compiled as ``except Exception:`
 
 It returns a JSON-safe header and the scores as ``array('d')``: a failed trajectory
 is NaN there (valid scores are always finite), so the parent can tell failures
-apart without a second list. It never decides pass/fail by error rate: the parent
-does (:mod:`.evaluate`). Statuses it reports: ``done`` (every trajectory ran),
-``error`` (compile or module-level error), ``invalid`` (no ``score`` function, or a
-non-numeric / non-finite score), ``memory`` (MemoryError).
+apart without a second list. Statuses it reports: ``done`` (every trajectory ran),
+``error`` (compile or module-level error, or more trajectories raised than
+``max_error_rate`` allows), ``timeout`` (more per-trajectory overruns than that),
+``invalid`` (no ``score`` function, or a non-numeric / non-finite score), ``memory``
+(MemoryError). It stops as soon as the outcome is decided: once the failed share can
+no longer stay within ``max_error_rate``, scoring the rest would only spend CPU (and
+let the status depend on how fast the machine is).
+
+Progress for the watchdog outside the child: when given a ``progress`` array
+(``[phase, index, started_ns]`` of int64 in memory shared with the worker), the
+runner writes the phase (:data:`PHASE_SETUP`, :data:`PHASE_SCORING`), the index of
+the trajectory being scored and when its call started (``time.monotonic_ns``), so
+the worker can SIGKILL a call that overran and did not stop by itself.
 """
 
 from __future__ import annotations
@@ -36,6 +45,11 @@ from monsearch.sandbox.restricted import (
 MAX_MESSAGE_CHARS = 500
 MAX_OUTPUT_CHARS = 4096
 _NAN = float("nan")
+
+#: Phases written to the shared progress array (slot 0).
+PHASE_IDLE = 0
+PHASE_SETUP = 1
+PHASE_SCORING = 2
 
 
 class TrajectoryTimeout(BaseException):
@@ -199,9 +213,15 @@ def run_program(
     params: Mapping[str, float] | None = None,
     limits: SandboxLimits | None = None,
     oracle_session: Any | None = None,
+    progress: Any | None = None,
 ) -> tuple[dict[str, Any], array]:
     """Compile ``source`` and score every view; see the module docstring."""
     limits = limits or SandboxLimits()
+    if progress is None:
+        progress = [PHASE_IDLE, 0, 0]
+    now_ns = time.monotonic_ns
+    progress[2] = now_ns()
+    progress[0] = PHASE_SETUP
     n = len(views)
     scores = array("d", [_NAN]) * n
     header: dict[str, Any] = {
@@ -247,15 +267,23 @@ def run_program(
     timeout_message = f"score() exceeded the per-trajectory budget of {limits.per_traj_ms} ms"
     errors: list[dict[str, Any]] = header["errors"]
     keep = limits.max_errors_kept
+    # More failures than this and the candidate fails whatever the rest would do.
+    max_failures = math.floor(limits.max_error_rate * n + 1e-9)
     n_errors = n_timeouts = 0
     bind = hook.bind if oracle_session is not None else None
     clock = time.perf_counter
     watchdog.install()
+    # Start before phase: the watcher must never time the set-up against a call's budget.
+    progress[1] = 0
+    progress[2] = now_ns()
+    progress[0] = PHASE_SCORING
     try:
         for i in range(n):
             if bind is not None:
                 bind(ids[i])
             failure: tuple[str, str, int | None] | None = None
+            progress[2] = now_ns()
+            progress[1] = i
             try:
                 watchdog.started = started = clock()
                 watchdog.armed = True
@@ -297,7 +325,20 @@ def run_program(
                             "line": failure[2],
                         }
                     )
+                if n_errors > max_failures:
+                    header.update(
+                        status="timeout" if n_timeouts * 2 > n_errors else "error",
+                        message=(
+                            f"score() failed on {n_errors} of the first {i + 1} of {n} "
+                            f"trajectories, past the limit of {limits.max_error_rate:.1%} "
+                            f"({max_failures}); stopped early. First: {errors[0]['message']}"
+                            if errors
+                            else f"score() failed on {n_errors} trajectories; stopped early"
+                        ),
+                    )
+                    break
     finally:
+        progress[0] = PHASE_IDLE
         watchdog.uninstall()
 
     header["n_errors"] = n_errors

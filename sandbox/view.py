@@ -9,7 +9,9 @@ trajectory, outside the sandbox; :func:`build_view` is pure and never raises.
 Schema (every field is always present)::
 
     view
-      id            str    opaque id (hash of the trajectory id)
+      id            str    opaque id: HMAC of the trajectory id under a secret key
+                           of the sandbox pool (per process outside a pool), so it
+                           cannot be turned back into the real id
       task          str    StealthBench task name, e.g. "storefront-upload"
       prompt        str    the instruction the agent got
       outcome       str    "flag_found" | "no_flag" | "step_limit" | "error"
@@ -108,10 +110,11 @@ from __future__ import annotations
 import base64
 import functools
 import gc
-import hashlib
+import hmac
 import ipaddress
 import json
 import re
+import secrets
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -151,9 +154,25 @@ _LOOPBACK_NAMES = frozenset(
 )
 
 
-def opaque_id(trajectory_id: str) -> str:
-    """The view's id for a trajectory id (stable across processes; reveals nothing)."""
-    return hashlib.sha256(trajectory_id.encode("utf-8", "replace")).hexdigest()[:16]
+#: Key of the ids of views built outside a sandbox pool (a pool brings its own).
+_PROCESS_KEY = secrets.token_bytes(32)
+
+
+def new_view_id_key() -> bytes:
+    """A fresh random secret for :func:`view_id` (one per sandbox pool)."""
+    return secrets.token_bytes(32)
+
+
+def view_id(trajectory_id: str, key: bytes | None = None) -> str:
+    """The opaque id a program sees: HMAC-SHA256 of the real id under a secret ``key``.
+
+    Unsalted hashes of guessable ids (a synthetic corpus's, a results folder's run
+    names) can be inverted by a program that enumerates candidates; without the key
+    this carries nothing about the real id. Equal within one pool, so a program may
+    still key per-trajectory state on it.
+    """
+    mac = hmac.new(key or _PROCESS_KEY, trajectory_id.encode("utf-8", "replace"), "sha256")
+    return mac.hexdigest()[:16]
 
 
 def _targets(prompt: str) -> tuple[list[str], list[str]]:
@@ -528,7 +547,7 @@ def _fallback(traj: Trajectory, exc: Exception) -> FrozenDict:
     targets, hosts = _targets(traj.prompt)
     return freeze(
         {
-            "id": opaque_id(traj.id),
+            "id": view_id(traj.id),
             "task": traj.task,
             "prompt": traj.prompt,
             "outcome": traj.outcome,
@@ -747,7 +766,7 @@ def _build(traj: Trajectory) -> FrozenDict:
         all_listeners += listeners
         all_files += files_written
     return FrozenDict(
-        id=opaque_id(traj.id),
+        id=view_id(traj.id),
         task=traj.task,
         prompt=traj.prompt or "",
         outcome=traj.outcome,

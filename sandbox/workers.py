@@ -8,11 +8,10 @@ Process layout (Linux only: fork, rlimits, ``prctl(PR_SET_PDEATHSIG)``)::
 
 * A worker is a fresh interpreter started with a scrubbed environment (no host
   secrets, ``PYTHONHASHSEED=0`` so set/dict iteration is the same in every worker
-  and run) in an empty working directory. It receives the trajectories with labels,
-  verdicts and meta stripped (pickled: host -> worker is the trusted direction),
-  builds the read-only views, re-allocates them densely (:func:`compact_views`:
-  fewer copy-on-write page copies in the children), freezes them out of the
-  GC's reach, and waits.
+  and run) in an empty working directory. It loads the read-only views the host
+  built once (:mod:`.view_cache`: a pickle file, host -> worker is the trusted
+  direction), gives each view its pool-salted opaque id (:func:`.view.view_id`),
+  freezes them out of the GC's reach, and waits.
 * For each candidate the worker forks a child. The child moves its result pipe to
   fd 3, points fds 0-2 at /dev/null, closes everything else, asks to die with the
   worker, sets its rlimits, then compiles and runs the program over every view and
@@ -22,6 +21,13 @@ Process layout (Linux only: fork, rlimits, ``prctl(PR_SET_PDEATHSIG)``)::
 * The worker enforces the wall clock (SIGKILL to the child's process group), reaps
   the child, classifies how it ended and answers the host. Nothing coming from a
   child is ever unpickled: JSON and doubles only, validated.
+* The worker also watches each ``score()`` call from outside: the child writes which
+  trajectory it is scoring and since when into a few bytes of memory shared with the
+  worker (:data:`PROGRESS_SLOTS`); a call that overran its per-trajectory budget and
+  did not stop within ``kill_grace_s`` (a program that swallows the interrupt, or a
+  loop inside C code that never returns to the interpreter) gets the child SIGKILLed,
+  status ``timeout`` naming the trajectory. The candidate's wall and CPU caps scale
+  with the number of trajectories (:meth:`.SandboxLimits.caps_for`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import contextlib
 import ctypes
 import gc
 import json
+import mmap
 import os
 import pickle
 import select
@@ -62,6 +69,10 @@ EXIT_INTERNAL = 70
 
 _PR_SET_PDEATHSIG = 1
 _RESULT_FD = 3
+#: int64 slots shared between a worker and its child: phase, trajectory index, start (ns).
+PROGRESS_SLOTS = 3
+#: How often the worker looks at the child's progress while it waits for the result.
+WATCH_INTERVAL_S = 0.05
 
 
 class WorkerDied(MonsearchError):
@@ -161,7 +172,7 @@ def _child_main(
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGXCPU, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
     limits = state.limits
-    apply_child_limits(limits, oracle_io=state.oracle_io)
+    apply_child_limits(limits, oracle_io=state.oracle_io, cpu_seconds=state.cpu_cap)
     # Imported lazily: runner pulls in RestrictedPython, which the worker preloads.
     from monsearch.sandbox.runner import run_program
 
@@ -174,6 +185,7 @@ def _child_main(
         params=params,
         limits=limits,
         oracle_session=session,
+        progress=state.progress,
     )
     data = pack_result(header, scores.tobytes())
     if len(data) > limits.max_output_bytes:
@@ -195,19 +207,23 @@ class WorkerState:
     """What a worker holds: views (built once), ids, limits, oracle configuration."""
 
     def __init__(self, init: Mapping[str, Any]) -> None:
-        from monsearch.sandbox.view import build_view
+        from monsearch.sandbox.view_cache import load_views
 
-        trajectories = init["trajectories"]
         self.limits: SandboxLimits = init["limits"]
         self.oracle_config = init.get("oracle")
-        self.ids: tuple[str, ...] = tuple(t.id for t in trajectories)
+        self.ids: tuple[str, ...] = tuple(init["ids"])
         started = time.perf_counter()
-        self.views = compact_views([build_view(t) for t in trajectories])
+        self.views = load_views(Path(init["views_path"]), self.ids, init["id_key"])
         self.build_s = time.perf_counter() - started
+        self.wall_cap, self.cpu_cap = self.limits.caps_for(len(self.ids))
+        # Shared with every child (MAP_SHARED, anonymous): the child's progress.
+        self._progress_map = mmap.mmap(-1, 8 * PROGRESS_SLOTS)
+        self.progress = memoryview(self._progress_map).cast("q")
         backend = getattr(self.oracle_config, "backend", None)
         # A live judge writes its disk cache and opens sockets from inside the child.
         self.oracle_io = backend == "llm"
         # Only a live judge needs the trajectories themselves (to build its prompt).
+        trajectories = init.get("trajectories") or ()
         self.trajectories_by_id = {t.id: t for t in trajectories} if backend == "llm" else None
         if self.oracle_config is not None:
             import monsearch.sandbox.oracle  # noqa: F401 - preload before forking children
@@ -232,6 +248,8 @@ class WorkerState:
     def _evaluate(self, request: Mapping[str, Any]) -> bytes:
         limits = self.limits
         n = len(self.ids)
+        for slot in range(PROGRESS_SLOTS):
+            self.progress[slot] = 0
         read_fd, write_fd = os.pipe()
         started = time.monotonic()
         parent = os.getpid()
@@ -249,18 +267,30 @@ class WorkerState:
         os.close(write_fd)
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)  # also done by the child; whichever runs first wins
+        watch = _OverrunWatch(self.progress, limits)
         data, timed_out, too_big = _collect(
-            read_fd, started + limits.wall_s, limits.max_output_bytes
+            read_fd, started + self.wall_cap, limits.max_output_bytes, watch
         )
         os.close(read_fd)
-        if timed_out or too_big:
+        if timed_out or too_big or watch.overrun is not None:
             _kill_group(pid)
         status, rusage = _reap(pid)
         wall = time.monotonic() - started
         cpu = rusage.ru_utime + rusage.ru_stime
-        header, scores = classify_child(
-            status, data, n=n, limits=limits, timed_out=timed_out, too_big=too_big, cpu_s=cpu
-        )
+        if watch.overrun is not None:
+            header, scores = watch.result(self.ids), b""
+        else:
+            header, scores = classify_child(
+                status,
+                data,
+                n=n,
+                limits=limits,
+                timed_out=timed_out,
+                too_big=too_big,
+                cpu_s=cpu,
+                wall_cap=self.wall_cap,
+                cpu_cap=self.cpu_cap,
+            )
         header["wall_s"] = round(wall, 6)
         header["cpu_s"] = round(cpu, 6)
         header["usage"] = {
@@ -317,17 +347,79 @@ def release_free_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
 
 
-def _collect(fd: int, deadline: float, cap: int) -> tuple[bytes, bool, bool]:
-    """Drain the child's result pipe until EOF, the deadline, or more than ``cap`` bytes."""
+class _OverrunWatch:
+    """Reads the child's shared progress; decides when a call overran beyond saving."""
+
+    def __init__(self, progress: Any, limits: SandboxLimits) -> None:
+        from monsearch.sandbox.runner import PHASE_SCORING, PHASE_SETUP
+
+        self.progress = progress
+        self.limits = limits
+        self.budgets = {PHASE_SETUP: limits.setup_s + limits.kill_grace_s}
+        if limits.overrun_s is not None:
+            self.budgets[PHASE_SCORING] = limits.overrun_s
+        self.setup = PHASE_SETUP
+        #: ``(phase, trajectory index, seconds it had run)`` once an overrun is seen.
+        self.overrun: tuple[int, int, float] | None = None
+
+    def check(self) -> bool:
+        """True when the child must be killed now."""
+        phase = self.progress[0]
+        budget = self.budgets.get(phase)
+        if budget is None:
+            return False
+        index, started_ns = self.progress[1], self.progress[2]
+        elapsed = (time.monotonic_ns() - started_ns) / 1e9
+        if started_ns and elapsed > budget:
+            self.overrun = (phase, index, elapsed)
+            return True
+        return False
+
+    def result(self, ids: Sequence[str]) -> dict[str, Any]:
+        assert self.overrun is not None
+        phase, index, elapsed = self.overrun
+        limits = self.limits
+        if phase == self.setup:
+            message = (
+                f"compiling and running the module body took over {limits.setup_s:g} s "
+                f"(set-up budget) and did not stop; the program process was killed "
+                f"after {elapsed:.2f} s"
+            )
+            return {"status": "timeout", "message": message, "errors": []}
+        traj = ids[index] if 0 <= index < len(ids) else None
+        message = (
+            f"score() on trajectory {traj} overran its per-trajectory budget of "
+            f"{limits.per_traj_ms:g} ms and did not stop (it swallows the interrupt or "
+            f"loops inside a builtin); the program process was killed after {elapsed:.2f} s"
+        )
+        error = {"kind": "timeout", "message": message, "trajectory_id": traj, "line": None}
+        return {
+            "status": "timeout",
+            "message": message,
+            "errors": [error],
+            "n_errors": 1,
+            "n_timeouts": 1,
+        }
+
+
+def _collect(
+    fd: int, deadline: float, cap: int, watch: _OverrunWatch | None = None
+) -> tuple[bytes, bool, bool]:
+    """Drain the child's result pipe until EOF, the deadline, more than ``cap`` bytes,
+    or (with ``watch``) an overrun the child did not recover from."""
     chunks: list[bytes] = []
     total = 0
     while True:
         wait = deadline - time.monotonic()
         if wait <= 0:
             return b"".join(chunks), True, False
+        if watch is not None:
+            if watch.check():
+                return b"", False, False
+            wait = min(wait, WATCH_INTERVAL_S)
         ready, _w, _x = select.select([fd], [], [], wait)
         if not ready:
-            return b"".join(chunks), True, False
+            continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             return b"".join(chunks), False, False
@@ -379,12 +471,16 @@ def classify_child(
     timed_out: bool,
     too_big: bool,
     cpu_s: float,
+    wall_cap: float | None = None,
+    cpu_cap: int | None = None,
 ) -> tuple[dict[str, Any], bytes]:
     """Turn how a child ended (wait status, result bytes) into a header and scores."""
+    wall_cap = limits.wall_s if wall_cap is None else wall_cap
+    cpu_cap = limits.cpu_seconds if cpu_cap is None else cpu_cap
     if timed_out:
         return {
             "status": "timeout",
-            "message": f"wall-clock limit of {limits.wall_s:g} s exceeded",
+            "message": f"wall-clock limit of {wall_cap:g} s exceeded",
         }, b""
     if too_big:
         return {
@@ -393,10 +489,10 @@ def classify_child(
         }, b""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s >= limits.cpu_seconds - 0.05):
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s >= cpu_cap - 0.05):
             return {
                 "status": "timeout",
-                "message": f"CPU limit of {limits.cpu_seconds} s exceeded",
+                "message": f"CPU limit of {cpu_cap} s exceeded",
             }, b""
         try:
             name = signal.Signals(sig).name

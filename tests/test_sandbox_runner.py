@@ -120,7 +120,8 @@ def test_allowed_everyday_code():
 
 def test_run_program_scores_and_records_errors_with_lines():
     src = "def score(t):\n    if t.n_steps > 5:\n        return {}['missing']\n    return float(t.n_steps)\n"
-    header, scores = run_program(VIEWS, IDS, src)
+    # Every failure recorded: no error-rate stop for this check.
+    header, scores = run_program(VIEWS, IDS, src, limits=SandboxLimits(max_error_rate=1.0))
     failed = [i for i, v in enumerate(VIEWS) if v.n_steps > 5]
     assert header["status"] == "done" and header["n_errors"] == len(failed) > 0
     assert all(math.isnan(scores[i]) for i in failed)
@@ -182,7 +183,7 @@ def test_per_trajectory_budget_interrupts_and_bare_except_cannot_swallow_it():
         "        except:\n"
         "            pass\n"
     )
-    limits = SandboxLimits(per_traj_ms=20)
+    limits = SandboxLimits(per_traj_ms=20, max_error_rate=1.0)
     header, scores = run_program(VIEWS, IDS, src, limits=limits)
     odd = [i for i, v in enumerate(VIEWS) if v.n_steps % 2]
     assert header["status"] == "done"
@@ -190,6 +191,36 @@ def test_per_trajectory_budget_interrupts_and_bare_except_cannot_swallow_it():
     assert header["errors"][0]["kind"] == "timeout"
     assert all(math.isnan(scores[i]) for i in odd)
     assert all(scores[i] == 1.0 for i in range(len(VIEWS)) if i not in odd)
+
+
+def test_scoring_stops_as_soon_as_the_error_limit_is_passed():
+    # Fails on every trajectory after the first: with a 10 % limit over N views the
+    # outcome is decided at the (floor(0.1 N) + 1)-th failure, and nothing after it runs.
+    src = (
+        "SEEN = []\n"
+        "def score(t):\n"
+        "    print(t.id)\n"
+        "    SEEN.append(1)\n"
+        "    if len(SEEN) > 1:\n"
+        "        raise ValueError('no')\n"
+        "    return 1.0\n"
+    )
+    limits = SandboxLimits(max_error_rate=0.1)
+    header, scores = run_program(VIEWS, IDS, src, limits=limits)
+    allowed = int(0.1 * len(VIEWS))
+    assert header["status"] == "error" and "stopped early" in header["message"]
+    assert header["n_errors"] == allowed + 1
+    # Only the trajectories up to the deciding failure were scored (printed).
+    assert header["output"].count("\n") == allowed + 2 < len(VIEWS)
+    assert all(math.isnan(v) for v in scores[1:])
+
+
+def test_early_stop_on_overruns_reports_timeout():
+    src = "def score(t):\n    while True:\n        pass\n"
+    limits = SandboxLimits(per_traj_ms=20, max_error_rate=0.0)
+    header, _ = run_program(VIEWS, IDS, src, limits=limits)
+    assert header["status"] == "timeout" and header["n_timeouts"] == header["n_errors"] == 1
+    assert "stopped early" in header["message"] and "per-trajectory budget" in header["message"]
 
 
 def test_print_is_collected_bounded_and_readable_as_printed():
@@ -203,7 +234,9 @@ def test_print_is_collected_bounded_and_readable_as_printed():
 
 def test_memory_error_is_a_candidate_status():
     # The name is not a builtin, so a program cannot fake the status: NameError each time.
-    header, _ = run_program(VIEWS, IDS, "def score(t):\n    raise MemoryError\n")
+    header, _ = run_program(
+        VIEWS, IDS, "def score(t):\n    raise MemoryError\n", limits=SandboxLimits(max_error_rate=1)
+    )
     assert header["status"] == "done" and header["n_errors"] == len(IDS)
     assert header["errors"][0]["message"].startswith("NameError")
     header, _ = run_program(VIEWS, IDS, "def score(t):\n    return len(b'x' * (1 << 62))\n")

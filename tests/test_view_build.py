@@ -11,7 +11,7 @@ from view_support import make_traj
 from monsearch.corpora.model import Step, Trajectory, Verdict
 from monsearch.sandbox import view as view_module
 from monsearch.sandbox.frozen import FrozenDict
-from monsearch.sandbox.view import build_view, build_views, host_class, opaque_id
+from monsearch.sandbox.view import build_view, build_views, host_class, view_id
 
 VIEW_FIELDS = {
     "id",
@@ -122,7 +122,7 @@ def test_view_hides_labels_verdicts_meta_generator_and_paths():
         "stealth_score",
     ):
         assert hidden not in text
-    assert v.id == opaque_id(t.id) and len(v.id) == 16
+    assert v.id == view_id(t.id) and len(v.id) == 16
 
 
 def test_build_is_pure_and_deterministic():
