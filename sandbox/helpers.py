@@ -39,6 +39,9 @@ helper                                 returns
 Patterns are RE2 syntax (Python-like; no look-around, no backreferences in the
 pattern); use ``(?i)`` for case-insensitive matching. Patterns are limited to
 1,000 characters and texts to 2,000,000 characters; larger inputs raise ValueError.
+``re_findall``, ``re_count`` and ``re_split`` stop with ValueError past 100,000
+matches, and ``ngrams`` past 1,000,000 n-grams: every helper's cost is bounded by
+its arguments' caps, so no call can run for seconds inside host code.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ MAX_TEXT_CHARS = 2_000_000
 MAX_REPL_CHARS = 1_000
 MAX_OUTPUT_CHARS = 8_000_000
 MAX_NGRAM = 16
+MAX_MATCHES = 100_000
+MAX_NGRAMS = 1_000_000
 PATTERN_CACHE_SIZE = 512
 
 _RE2_OPTIONS = re2.Options()
@@ -118,15 +123,35 @@ def re_first(pattern: str, text: str, group: int = 0) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _matches(pattern: str, text: str) -> Any:
+    """The pattern's matches in ``text``, refusing more than :data:`MAX_MATCHES`.
+
+    An empty-matching pattern over a long text yields millions of matches at a few
+    microseconds each: seconds of host time for one call without this cap.
+    """
+    for n, m in enumerate(_pattern(pattern).finditer(_text(text))):
+        if n >= MAX_MATCHES:
+            raise ValueError(f"more than {MAX_MATCHES:,} matches")
+        yield m
+
+
+def _findall_item(m: Any) -> Any:
+    groups = m.groups()
+    if not groups:
+        return m.group(0)
+    if len(groups) == 1:
+        return groups[0] if groups[0] is not None else ""
+    return tuple(g if g is not None else "" for g in groups)
+
+
 def re_findall(pattern: str, text: str) -> tuple[Any, ...]:
     """All non-overlapping matches, like ``re.findall`` but as a tuple."""
-    found = _pattern(pattern).findall(_text(text))
-    return tuple(tuple(x) if isinstance(x, list | tuple) else x for x in found)
+    return tuple(_findall_item(m) for m in _matches(pattern, text))
 
 
 def re_count(pattern: str, text: str) -> int:
     """Number of non-overlapping matches."""
-    return sum(1 for _ in _pattern(pattern).finditer(_text(text)))
+    return sum(1 for _ in _matches(pattern, text))
 
 
 def re_sub(pattern: str, repl: str, text: str) -> str:
@@ -150,7 +175,11 @@ def re_sub(pattern: str, repl: str, text: str) -> str:
 
 def re_split(pattern: str, text: str) -> tuple[str, ...]:
     """Pieces of ``text`` between matches (captured groups included, like re.split)."""
-    return tuple(x if isinstance(x, str) else "" for x in _pattern(pattern).split(_text(text)))
+    source = _text(text)
+    pieces = _pattern(pattern).split(source, maxsplit=MAX_MATCHES + 1)
+    if len(pieces) > MAX_MATCHES + 1:
+        raise ValueError(f"more than {MAX_MATCHES:,} matches")
+    return tuple(x if isinstance(x, str) else "" for x in pieces)
 
 
 def count_matching(pattern: str, items: Iterable[Any]) -> int:
@@ -246,11 +275,11 @@ def ngrams(seq: Any, n: int) -> tuple[Any, ...]:
     if type(n) is not int or not 1 <= n <= MAX_NGRAM:
         raise ValueError(f"n must be an int in 1..{MAX_NGRAM}")
     if type(seq) is str:
-        source = _text(seq)
-        return tuple(source[i : i + n] for i in range(len(source) - n + 1))
-    items = tuple(seq)
-    if len(items) > MAX_TEXT_CHARS:
-        raise ValueError("sequence too long")
+        items: Any = _text(seq)
+    else:
+        items = tuple(seq)
+    if len(items) - n + 1 > MAX_NGRAMS:
+        raise ValueError(f"more than {MAX_NGRAMS:,} n-grams")
     return tuple(items[i : i + n] for i in range(len(items) - n + 1))
 
 

@@ -584,12 +584,54 @@ _EXTRA_BUILTINS = (
 )  # fmt: skip
 
 
+#: Longest ``range`` a program may make: builtins such as ``sum``, ``max``, ``any`` or
+#: ``sorted`` consume an iterator inside C, where the per-trajectory interrupt cannot
+#: reach them, so every source of items a C loop can drain must be bounded.
+MAX_RANGE = 10_000_000
+_range = range
+_iter = iter
+
+
+def bounded_range(*args: Any) -> range:
+    """``range`` refusing more than :data:`MAX_RANGE` elements."""
+    r = _range(*args)
+    if len(r) > MAX_RANGE:
+        raise ValueError(f"range() of more than {MAX_RANGE:,} elements is not allowed")
+    return r
+
+
+def _call_until(func: Callable[[], Any], sentinel: Any) -> Any:
+    # A Python loop: the interpreter checks for the sandbox's interrupt between items.
+    while True:
+        value = func()
+        if value == sentinel:
+            return
+        yield value
+
+
+def bounded_iter(obj: Any, *sentinel: Any) -> Any:
+    """``iter``: the two-argument form yields from Python code, so C loops stay interruptible.
+
+    ``iter(int, 1)`` would otherwise be an endless iterator that ``any``/``sum``/``max``
+    drain inside C without ever returning to the interpreter.
+    """
+    if not sentinel:
+        return _iter(obj)
+    if len(sentinel) > 1:
+        raise TypeError("iter expected at most 2 arguments")
+    if not callable(obj):
+        raise TypeError("iter(v, w): v must be callable")
+    return _call_until(obj, sentinel[0])
+
+
 def _make_builtins() -> dict[str, Any]:
     out = {k: v for k, v in safe_builtins.items() if k not in _EXCLUDED_BUILTINS}
     for name in _EXTRA_BUILTINS:
         out[name] = getattr(_builtins, name)
     out["getattr"] = safe_getattr
     out["hasattr"] = safe_hasattr
+    out["range"] = bounded_range
+    out["iter"] = bounded_iter
     return out
 
 
