@@ -214,6 +214,8 @@ class WorkerState:
         self.ids: tuple[str, ...] = tuple(init["ids"])
         started = time.perf_counter()
         self.views = load_views(Path(init["views_path"]), self.ids, init["id_key"])
+        if init.get("compact"):
+            self.views = compact_views(self.views)
         self.build_s = time.perf_counter() - started
         self.wall_cap, self.cpu_cap = self.limits.caps_for(len(self.ids))
         # Shared with every child (MAP_SHARED, anonymous): the child's progress.

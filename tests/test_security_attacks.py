@@ -29,7 +29,10 @@ from monsearch.sandbox.evaluate import CandidateResult, SandboxLimits, SandboxPo
 CANARY = "canary-5e1f0c9a7b3d2e48"
 CANARY_ENV = "MONSEARCH_TEST_CANARY"
 TRAJS = make_trajectories(20)
-LIMITS = SandboxLimits(wall_s=2.0, cpu_s=1.0, memory_mb=256, per_traj_ms=300)
+# The first failed trajectory decides a candidate (max_error_rate 0), and the
+# per-trajectory budget leaves room for a machine several times slower than ours:
+# a program's status must not depend on how fast the machine is.
+LIMITS = SandboxLimits(wall_s=5.0, cpu_s=3.0, memory_mb=256, per_traj_ms=1000, max_error_rate=0.0)
 
 
 def prog(body: str, prelude: str = "") -> str:
