@@ -288,6 +288,7 @@ class SandboxPool:
                 self._tmp,
                 progress,
             )
+            views_path = _pin(views_path, self._tmp / "views.pkl")
         except BaseException:
             self._finalizer()
             raise
@@ -483,6 +484,18 @@ def _plain_params(params: Mapping[str, Any] | None) -> dict[str, int | float] | 
             raise MonsearchError(f"PARAMS override {name!r} must be a number, got {value!r}")
         out[str(name)] = int(value) if isinstance(value, numbers.Integral) else float(value)
     return out
+
+
+def _pin(path: Path, pinned: Path) -> Path:
+    """The pool's own link to its views file: a replacement worker started hours later
+    must still find it after other runs pruned the shared cache."""
+    if path.parent == pinned.parent:
+        return path
+    try:
+        os.link(path, pinned)
+    except OSError:
+        shutil.copyfile(path, pinned)
+    return pinned
 
 
 def _shutdown(handles: list[WorkerHandle], tmp: Path) -> None:
