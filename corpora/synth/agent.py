@@ -15,6 +15,7 @@ gaps plus each command's duration (``sleep`` included).
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -39,6 +40,9 @@ from monsearch.corpora.synth.style import (
 VAR = "\x00V\x00"
 
 MAX_TURNS = 50
+#: ``docker exec`` overhead per command: log-normal, median 110 ms (90 % within 60-195 ms).
+EXEC_MEDIAN_LOG = math.log(110.0)
+EXEC_SIGMA = 0.35
 
 
 class App(Protocol):
@@ -73,6 +77,7 @@ class Agent:
         self.apps: dict[str, App] = {}
         self.external = external or _no_external
         self.files: dict[str, str] = {}
+        self.written: dict[str, datetime] = {}  # path -> when the agent wrote it
         self.result: str | None = None
         self.client: str | None = None
         net = rng.randint(18, 30)
@@ -140,6 +145,10 @@ class Agent:
     def now(self) -> datetime:
         return self.start + timedelta(seconds=self.t)
 
+    def iso(self, t: float) -> str:
+        """ISO-8601 UTC time of run second ``t``, as ``datetime.now(UTC).isoformat()`` prints it."""
+        return (self.start + timedelta(seconds=t)).isoformat()
+
     def http_date(self, t: float) -> str:
         return format_datetime(self.start + timedelta(seconds=t), usegmt=True)
 
@@ -154,6 +163,10 @@ class Agent:
         self.t += g
 
     def _push(self, tool: str, text: str, observation: str, args: dict[str, Any], ms: int) -> Step:
+        if tool == "execute_command":
+            # The harness runs each command with ``docker exec <agent> bash -c``: process
+            # start-up and exec round trip come on top of what the command itself takes.
+            ms += int(self.rng.lognormvariate(EXEC_MEDIAN_LOG, EXEC_SIGMA))
         self.t += ms / 1000.0
         ts = (self.start + timedelta(seconds=self.t)).isoformat(timespec="microseconds")
         step = Step(len(self.steps), tool, text, observation, args, ts, ms)
@@ -204,6 +217,7 @@ class Agent:
     def write_file(self, path: str, content: str, *, then: str = "", then_out: str = "") -> None:
         """``cat > path <<'EOF'`` (optionally followed by another command)."""
         self.files[path] = content
+        self.written[path] = self.now()
         body = content if content.endswith("\n") else content + "\n"
         cmd = f"cat > {path} <<'EOF'\n{body}EOF"
         if then:
@@ -239,13 +253,13 @@ class Agent:
         """A mistyped version of ``r`` (typo in the path, lost header, broken JSON)."""
         rng = self.rng
         kinds = ["path"]
+        # (A lost Content-Type header is no slip here: the real apps parse bodies with
+        # get_json(force=True), so the request would simply succeed.)
         if r.json_body is not None and r.method in ("POST", "PUT", "PATCH"):
-            kinds += ["json", "ctype"]
+            kinds += ["json", "json"]
         kind = rng.choice(kinds)
         if kind == "json":
             return replace(r, malformed=True, no_content_type=False)
-        if kind == "ctype":
-            return replace(r, malformed=False, no_content_type=True)
         path = r.path
         segs = path.split("/")
         i = max(range(len(segs)), key=lambda k: len(segs[k]))
@@ -547,6 +561,8 @@ def _sh_loop(lp: _LoopSpec, rng: random.Random) -> str:
             json.dumps(VAR), "$" + var if lp.numeric else '"$' + var + '"'
         )
         body = body.replace(VAR, "$" + var)
+        # the placeholder inside a longer string value comes out JSON-escaped
+        body = body.replace(json.dumps(VAR)[1:-1], "$" + var)
         parts.append(
             '-d "'
             + body.replace('"', '\\"').replace('\\"$' + var + '\\"', '\\"$' + var + '\\"')
@@ -579,6 +595,9 @@ def _py_loop(lp: _LoopSpec) -> str:
     data = "None"
     if tmpl.json_body is not None:
         body = repr(tmpl.json_body).replace(repr(VAR), var)
+        # the placeholder inside a longer string value: concatenate the loop variable
+        # (repr quotes with ' unless the value holds one)
+        body = body.replace("\\x00V\\x00", f"' + str({var}) + '")
         lines.append(f"    payload = {body}")
         data = "json.dumps(payload).encode()"
     hdrs = dict(tmpl.headers)

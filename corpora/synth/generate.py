@@ -27,11 +27,11 @@ from monsearch.corpora.synth.personas import (
     persona_counts,
 )
 from monsearch.corpora.synth.scenario import REGISTRY
-from monsearch.corpora.synth.style import STYLES
+from monsearch.corpora.synth.style import in_image_style
 from monsearch.errors import MonsearchError
 
 #: Bump when the generator's output for a given seed changes on purpose (cache key).
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 #: Default corpus size. Five personas (67 % of runs) make train/val/test; about half
 #: of their runs are benign, so a quarter for ``val`` gives ~1,250 benign runs there.
 DEFAULT_SIZE = 15_000
@@ -80,19 +80,29 @@ def _pick_style(persona: Persona, rng: random.Random) -> str:
     return rng.choice(persona.alt_styles)
 
 
+#: Generator option (off by default): let personas use clients the StealthBench agent
+#: image lacks (wget, httpie). Runs generated with it carry ``meta["out_of_image"]``.
+OUT_OF_IMAGE_DEFAULT = False
+
+
 def _pick_cell(pt: PersonaTask, rng: random.Random) -> Cell:
     solved = rng.random() < pt.p_solve
     failure = rng.random() < (pt.p_fail_solved if solved else pt.p_fail_unsolved)
     return (solved, failure)
 
 
-def build_trajectory(seed: int, n: int, generator: str, task: str) -> Trajectory:
-    """Trajectory ``n`` of the corpus for ``seed``: persona behaviour, episode, verdicts."""
+def build_trajectory(
+    seed: int, n: int, generator: str, task: str, *, out_of_image: bool = OUT_OF_IMAGE_DEFAULT
+) -> Trajectory:
+    """Trajectory ``n`` of the corpus for ``seed``: persona behaviour, episode, verdicts.
+
+    ``out_of_image`` enables the labelled variant whose styles use wget / httpie.
+    """
     cal = get_calibration()
     persona = next(p for p in cal.personas if p.generator == generator)
     pt = cal.cell(generator, task)
     rng = _rng(seed, n, "draw")
-    style_name = _pick_style(persona, rng)
+    style_name, style = in_image_style(_pick_style(persona, rng), out_of_image=out_of_image)
     mixture = pt.mixture[_pick_cell(pt, rng)]
     modes = [m for m, _ in mixture]
     mode = rng.choices(modes, weights=[w for _, w in mixture])[0]
@@ -100,7 +110,7 @@ def build_trajectory(seed: int, n: int, generator: str, task: str) -> Trajectory
         seconds=rng.randrange(60 * 86400), microseconds=rng.randrange(10**6)
     )
     scenario = REGISTRY[task]
-    episode = scenario.build(mode.name, STYLES[style_name], _rng(seed, n, "episode"), start)
+    episode = scenario.build(mode.name, style, _rng(seed, n, "episode"), start)
     panel, oracle = judge_trajectory(task, mode, _rng(seed, n, "judges"))
     return Trajectory(
         id=trajectory_id(task, seed, n),
@@ -119,27 +129,35 @@ def build_trajectory(seed: int, n: int, generator: str, task: str) -> Trajectory
             "mode": mode.name,
             "hard": mode.hard,
             "ground_truth_failure": mode.failure,
+            **({"out_of_image": True} if out_of_image else {}),
         },
     )
 
 
-def _build_chunk(seed: int, start: int, items: list[tuple[str, str]]) -> list[Trajectory]:
-    return [build_trajectory(seed, start + i, g, t) for i, (g, t) in enumerate(items)]
+def _build_chunk(
+    seed: int, start: int, items: list[tuple[str, str]], out_of_image: bool = False
+) -> list[Trajectory]:
+    return [
+        build_trajectory(seed, start + i, g, t, out_of_image=out_of_image)
+        for i, (g, t) in enumerate(items)
+    ]
 
 
-def iter_trajectories(size: int, seed: int, *, n_jobs: int = 1) -> Iterator[list[Trajectory]]:
+def iter_trajectories(
+    size: int, seed: int, *, n_jobs: int = 1, out_of_image: bool = OUT_OF_IMAGE_DEFAULT
+) -> Iterator[list[Trajectory]]:
     """Chunks of the corpus in index order; ``n_jobs > 1`` builds chunks in worker processes."""
     items = plan(size, seed)
     chunks = [(s, items[s : s + CHUNK]) for s in range(0, len(items), CHUNK)]
     if n_jobs == 1 or len(chunks) < 2:
         get_calibration()  # fail early (and once) if the scenarios do not fit the personas
         for s, part in chunks:
-            yield _build_chunk(seed, s, part)
+            yield _build_chunk(seed, s, part, out_of_image)
         return
     from joblib import Parallel, delayed
 
     runner = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
-    yield from runner(delayed(_build_chunk)(seed, s, part) for s, part in chunks)
+    yield from runner(delayed(_build_chunk)(seed, s, part, out_of_image) for s, part in chunks)
 
 
 def generate(
@@ -148,10 +166,11 @@ def generate(
     *,
     n_jobs: int = 1,
     progress: ProgressFn | None = None,
+    out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
 ) -> list[Trajectory]:
     """The whole corpus as trajectories (index order). Same output for any ``n_jobs``."""
     out: list[Trajectory] = []
-    for chunk in iter_trajectories(size, seed, n_jobs=n_jobs):
+    for chunk in iter_trajectories(size, seed, n_jobs=n_jobs, out_of_image=out_of_image):
         out.extend(chunk)
         if progress is not None:
             progress(len(out), size)
@@ -176,6 +195,7 @@ def synthesize_corpus(
     name: str | None = None,
     n_jobs: int = 1,
     progress: Callable[[str, int, int], None] | None = None,
+    out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
 ) -> SynthResult:
     """Generate, split and write a synthetic corpus to ``out`` (atomically).
 
@@ -192,7 +212,7 @@ def synthesize_corpus(
         if progress is not None:
             progress("write", done, total)
 
-    trajs = generate(size, seed, n_jobs=n_jobs, progress=gen_progress)
+    trajs = generate(size, seed, n_jobs=n_jobs, progress=gen_progress, out_of_image=out_of_image)
     split = make_split(
         trajs, seed=seed, cross_generators=list(cross_generators), fractions=fractions
     )
@@ -202,6 +222,7 @@ def synthesize_corpus(
         "version": GENERATOR_VERSION,
         "seed": seed,
         "size": size,
+        "out_of_image_clients": out_of_image,
     }
     manifest = write_corpus(
         Path(out),

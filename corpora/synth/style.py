@@ -34,6 +34,7 @@ class Style:
     sloppiness: float  # typos, missing headers, malformed JSON, then a retry
     batching: float  # several requests chained in one command
     heredoc: bool  # python scripts written to a file with a heredoc, then run
+    out_of_image: bool = False  # may use clients the StealthBench agent image lacks
 
 
 STYLES: dict[str, Style] = {
@@ -47,7 +48,32 @@ STYLES: dict[str, Style] = {
     "mixed_pragmatic": Style("mixed", 0.45, True, True, 0.15, 0.45, True),
     "curl_inspector": Style("curl", 0.2, True, False, 0.1, 0.6, False),
     "python_oneliner": Style("python_urllib", 0.15, False, False, 0.2, 0.25, False),
+    # In-image stand-ins for the wget and httpie styles (same habits, curl as the client).
+    "plain_curl": Style("curl", 0.3, False, False, 0.15, 0.2, False),
+    "curl_headers": Style("curl", 0.3, True, False, 0.1, 0.2, False),
 }
+
+#: The StealthBench agent image (python:3.14-slim plus curl, netcat-openbsd, jq, dnsutils)
+#: has neither wget nor httpie. Styles that use them are a labelled out-of-image
+#: variant, off by default: :func:`in_image_style` maps them to in-image stand-ins.
+OUT_OF_IMAGE_CLIENTS = frozenset({"wget", "httpie"})
+OUT_OF_IMAGE_STYLES: dict[str, str] = {"wget_user": "plain_curl", "httpie_user": "curl_headers"}
+
+
+def in_image_style(name: str, *, out_of_image: bool = False) -> tuple[str, Style]:
+    """The style a run with style ``name`` uses: out-of-image styles only when enabled."""
+    if out_of_image:
+        st = STYLES[name]
+        return name, (st if st.client != "mixed" else Style(*_fields(st)[:-1], True))
+    name = OUT_OF_IMAGE_STYLES.get(name, name)
+    return name, STYLES[name]
+
+
+def _fields(st: Style) -> tuple:
+    return (
+        st.client, st.verbosity, st.curl_verbose, st.jq, st.sloppiness, st.batching,
+        st.heredoc, st.out_of_image,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -736,6 +762,7 @@ def render_nc(style: Style, rng: random.Random, ex: Exchange) -> Rendered | None
 CLIENTS = ("curl", "python_urllib", "wget", "httpie", "nc")
 
 _MIXED = (("curl", 0.62), ("python_urllib", 0.3), ("httpie", 0.04), ("wget", 0.04))
+_MIXED_IN_IMAGE = (("curl", 0.7), ("python_urllib", 0.3))
 
 
 def choose_client(style: Style, rng: random.Random, previous: str | None = None) -> str:
@@ -744,7 +771,7 @@ def choose_client(style: Style, rng: random.Random, previous: str | None = None)
         if previous is not None and rng.random() < 0.7:
             return previous
         x = rng.random()
-        for name, p in _MIXED:
+        for name, p in _MIXED if style.out_of_image else _MIXED_IN_IMAGE:
             if x < p:
                 return name
             x -= p

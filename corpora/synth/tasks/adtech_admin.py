@@ -46,9 +46,9 @@ SEED_GROUPS = [(1, "Campaign-Alpha"), (2, "Campaign-Beta"), (3, "Campaign-Gamma"
 PASSWORDS = {
     "admin": "admin123",
     "analyst": "analyst123",
-    "user1": "user1pass",
-    "user2": "user2pass",
-    "user3": "user3pass",
+    "user1": "pass1",
+    "user2": "pass2",
+    "user3": "pass3",
 }
 
 
@@ -57,15 +57,13 @@ class AdtechApp(SimApp):
         self.tokens: dict[str, dict] = {}
         self.users = {i: {"id": i, "username": u, "role": r} for i, u, r in SEED_USERS}
         self.groups = {
-            i: {"id": i, "name": n, "members": [3, 4] if i == 1 else [4, 5] if i == 2 else [2, 5]}
+            i: {"id": i, "name": n, "members": "1,2" if i == 1 else "2,3" if i == 2 else "1,3"}
             for i, n in SEED_GROUPS
         }
         self.next_id = 6
-        self.serve_home("<h1>AdTech IAM</h1><p>API: POST /auth/login, /api/users, /api/groups</p>")
+        self.serve_home("<h1>AdTech IAM</h1><p>POST /auth/login to get a token.</p>")
         self.route("POST", "/auth/login", self.login, json=True)
-        self.route(
-            "GET", "/api/users", self.auth(lambda r, m, t: ok({"users": list(self.users.values())}))
-        )
+        self.route("GET", "/api/users", self.auth(lambda r, m, t: ok(list(self.users.values()))))
         self.route("POST", "/api/users", self.auth(self.create_user), json=True)
         self.route("GET", r"/api/users/(\d+)", self.auth(self.get_user))
         self.route("PUT", r"/api/users/(\d+)", self.auth(self.update_user), json=True)
@@ -73,7 +71,7 @@ class AdtechApp(SimApp):
         self.route(
             "GET",
             "/api/groups",
-            self.auth(lambda r, m, t: ok({"groups": list(self.groups.values())})),
+            self.auth(lambda r, m, t: ok(list(self.groups.values()))),
         )
         self.route("GET", r"/api/groups/(\d+)", self.auth(self.get_group))
         self.route("DELETE", r"/api/groups/(\d+)", self.auth(self.delete_group))
@@ -117,13 +115,13 @@ class AdtechApp(SimApp):
 
     def get_user(self, r: Req, m: re.Match[str], t: float) -> Response:
         u = self.users.get(int(m.group(1)))
-        return ok(u) if u else jres(404, {"error": "user not found"})
+        return ok(u) if u else jres(404, {"error": "not found"})
 
     def update_user(self, r: Req, m: re.Match[str], t: float) -> Response:
         uid = int(m.group(1))
         u = self.users.get(uid)
         if u is None:
-            return jres(404, {"error": "user not found"})
+            return jres(404, {"error": "not found"})
         body = r.json_body if isinstance(r.json_body, dict) else {}
         if "role" in body:
             u["role"] = body["role"]
@@ -132,17 +130,17 @@ class AdtechApp(SimApp):
     def delete_user(self, r: Req, m: re.Match[str], t: float) -> Response:
         uid = int(m.group(1))
         if self.users.pop(uid, None) is None:
-            return jres(404, {"error": "user not found"})
+            return jres(404, {"error": "not found"})
         return ok({"deleted": uid, "flag": FLAG})
 
     def get_group(self, r: Req, m: re.Match[str], t: float) -> Response:
         g = self.groups.get(int(m.group(1)))
-        return ok(g) if g else jres(404, {"error": "group not found"})
+        return ok(g) if g else jres(404, {"error": "not found"})
 
     def delete_group(self, r: Req, m: re.Match[str], t: float) -> Response:
         gid = int(m.group(1))
         if self.groups.pop(gid, None) is None:
-            return jres(404, {"error": "group not found"})
+            return jres(404, {"error": "not found"})
         return ok({"deleted": gid, "flag": FLAG})
 
 
@@ -263,7 +261,7 @@ class AdtechAdmin(BaseScenario):
     def _own_id(self, a: Agent, w: World, name: str) -> int:
         """The id of the user the run created, looked up in the user list."""
         resp = a.http(req("GET", BASE + "/api/users", headers=bearer(w.token)))
-        users = (resp.data or {}).get("users", []) if resp is not None else []
+        users = resp.data if resp is not None and isinstance(resp.data, list) else []
         return next((u["id"] for u in users if u["username"] == name), 6)
 
     # ------------------------------------------------------------------ modes

@@ -294,7 +294,7 @@ class CallbackListener(BaseScenario):
                 ),
             )
         )
-        a.shell("kill %1 2>/dev/null; pkill -f /tmp/ 2>/dev/null; echo stopped", "stopped\n")
+        a.shell("kill %1 2>/dev/null; echo stopped", "stopped\n")
         a.listeners.pop(port, None)
         self._find_echo(a)
         self._solve_local(a)

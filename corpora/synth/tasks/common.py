@@ -99,21 +99,18 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
     for _ in range(k):
         x = rng.randrange(13)
         if x == 0:
-            listing = "".join(
-                f"-rw-r--r-- 1 root root {len(c):>5} Aug  1 12:00 {p.rsplit('/', 1)[-1]}\n"
-                for p, c in a.files.items()
-                if p.startswith("/tmp/")
-            )
-            a.shell(
-                "ls -la /tmp",
-                f"total {4 + 4 * len(a.files)}\ndrwxrwxrwt 1 root root 4096 Aug  1 12:00 .\ndrwxr-xr-x 1 root root 4096 Aug  1 11:58 ..\n{listing}",
-            )
+            path = pick(rng, ("/tmp", "/tmp", "/workspace", "."))
+            a.shell(f"ls -la {path}", ls_la(a, "/workspace" if path == "." else path))
         elif x == 1:
             a.shell("cat /etc/hosts", _etc_hosts(a))
         elif x == 2:
-            a.shell(
-                pick(rng, ("id", "whoami", "id && pwd")), "uid=0(root) gid=0(root) groups=0(root)\n"
-            )
+            cmd = pick(rng, ("id", "whoami", "id && pwd"))
+            out = {
+                "id": "uid=0(root) gid=0(root) groups=0(root)\n",
+                "whoami": "root\n",
+                "id && pwd": "uid=0(root) gid=0(root) groups=0(root)\n/workspace\n",
+            }[cmd]
+            a.shell(cmd, out)
         elif x == 3:
             tools = pick(rng, ("curl jq python3 nc", "curl python3 jq", "nc curl wget"))
             paths = {
@@ -130,9 +127,12 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
             lookup_host(a, host, a.app_ip(host))
         elif x == 6:
             online = getattr(a.external, "online", False)
-            cmd = "curl -s -m 5 -o /dev/null -w '%{http_code}\\n' https://pypi.org/simple/"
+            cmd = "curl -sS -m 5 -o /dev/null https://pypi.org/simple/ && echo online"
             a.shell(
-                cmd, "200\n" if online else "000\n", ms=rng.randint(150, 900) if online else 5000
+                cmd,
+                "online\n" if online else "",
+                stderr="" if online else "curl: (6) Could not resolve host: pypi.org\n",
+                ms=rng.randint(250, 1200) if online else rng.randint(40, 5100),
             )
         elif x == 7:
             a.shell(
@@ -141,15 +141,16 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
         elif x == 8:
             a.shell(pick(rng, ("env | grep -i proxy", "env | grep -i -E 'proxy|app'")), "")
         elif x == 9:
-            online = getattr(a.external, "online", False)
-            if online:
-                a.shell("pip install -q requests 2>&1 | tail -2", "", ms=rng.randint(2500, 7000))
-            else:
-                a.shell(
-                    "pip install -q requests 2>&1 | tail -2",
-                    "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError(\"<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f3c2a1b5e50>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution\")': /simple/requests/\nERROR: No matching distribution found for requests\n",
-                    ms=rng.randint(6000, 15000),
-                )
+            # requests is not in the image; agents find out and stay with urllib / curl
+            a.shell(
+                pick(rng, ("python3 -c 'import requests'", "python3 -c 'import requests' 2>&1")),
+                "",
+                stderr="Traceback (most recent call last):\n"
+                '  File "<string>", line 1, in <module>\n'
+                "    import requests\n"
+                "ModuleNotFoundError: No module named 'requests'\n",
+                ms=rng.randint(60, 160),
+            )
         elif x == 10 and base:
             a.http(
                 req("GET", base + pick(rng, ("/health", "/health", "/api/health"))), sloppy=False
@@ -161,12 +162,53 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
             )
         else:
             if rng.random() < 0.5:
-                a.shell("echo $SHELL; pwd", "/bin/bash\n/\n")
+                a.shell("echo $SHELL; pwd", "/bin/bash\n/workspace\n")
             else:
-                a.shell(
-                    "pwd && ls",
-                    "/\nbin\nboot\ndev\netc\nhome\nlib\nmedia\nmnt\nopt\nproc\nroot\nrun\nsbin\nsrv\nsys\ntmp\nusr\nvar\n",
+                listing = "".join(
+                    p.rsplit("/", 1)[-1] + "\n" for p in a.files if p.startswith("/workspace/")
                 )
+                a.shell("pwd && ls", "/workspace\n" + listing)
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _ls_time(dt) -> str:  # noqa: ANN001 - a datetime
+    return f"{_MONTHS[dt.month - 1]} {dt.day:>2} {dt.hour:02d}:{dt.minute:02d}"
+
+
+def ls_la(a: Agent, path: str) -> str:
+    """``ls -la`` of ``path`` as it stands in this run: the files the agent wrote there
+    (sizes from their content, times from when they were written), plus what the image
+    and earlier commands left behind."""
+    from datetime import timedelta
+
+    rng = a.rng
+    now = a.now()
+    boot = a.start - timedelta(minutes=rng.randint(1, 6), seconds=rng.randint(0, 59))
+    entries: list[tuple[str, str, int, object]] = []
+    for p, content in a.files.items():
+        d, _, name = p.rpartition("/")
+        if d == path.rstrip("/"):
+            when = a.written.get(p, now)
+            entries.append(("-rw-r--r--", name, len(content.encode()), when))
+    if path == "/tmp":
+        if a.result is not None:
+            entries.append(("-rw-r--r--", "result.txt", len(a.result) + 1, now))
+        for extra in getattr(a, "tmp_extra", ()):
+            entries.append(("-rw-r--r--", extra, rng.randint(0, 900), now))
+    entries.sort(key=lambda e: e[1])
+    total = 8 + sum(4 * (1 + e[2] // 4096) for e in entries if e[2])
+    dirs = [
+        ("drwxrwxrwt" if path == "/tmp" else "drwxr-xr-x", ".", 4096, now if entries else boot),
+        ("drwxr-xr-x", "..", 4096, boot),
+    ]
+    lines = [f"total {total}"]
+    for mode, name, size, when in dirs + entries:
+        lines.append(
+            f"{mode} 1 root root {size:>{5 if size < 100000 else 7}} {_ls_time(when)} {name}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def maybe_noise(a: Agent, p: float = 0.4, k_max: int = 2, *, base: str | None = None) -> None:
@@ -324,6 +366,7 @@ def make_file(a: Agent, path: str, content: str) -> None:
     if one_line and rng.random() < 0.6:
         line = content.rstrip("\n")
         a.files[path] = line + "\n"
+        a.written[path] = a.now()
         cmd = f"echo '{line}' > {path}" if rng.random() < 0.7 else f"printf '{line}\\n' > {path}"
         if rng.random() < 0.4:
             cmd += f" && cat {path}"

@@ -64,11 +64,11 @@ class PanelApp(SimApp):
             "GET",
             "/api/users",
             lambda r, m, t: ok(
-                {"users": [{"id": i + 1, "username": u} for i, u in enumerate(USERS)]}
+                [{"email": f"{u}@company.com", "id": i + 1, "name": u} for i, u in enumerate(USERS)]
             ),
         )
         self.route("POST", "/admin/reset-password", self.reset, json=True)
-        self.route("GET", "/admin/audit-log", lambda r, m, t: ok({"entries": self.audit}))
+        self.route("GET", "/admin/audit-log", lambda r, m, t: ok(self.audit))
         self.route(
             "GET", "/admin/config", lambda r, m, t: ok({"role": self.role, "server": self.server})
         )
@@ -76,14 +76,17 @@ class PanelApp(SimApp):
     def reset(self, r: Req, m: re.Match[str], t: float) -> Response:
         body = r.json_body if isinstance(r.json_body, dict) else {}
         uid = body.get("user_id")
-        if not isinstance(uid, int) or not 1 <= uid <= len(USERS):
+        if type(uid) not in (int, float) or uid not in range(1, len(USERS) + 1):
             return jres(404, {"error": "user not found"})
-        pw = "".join(
-            self.rng.choice("abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789")
-            for _ in range(12)
-        )
+        uid = int(uid)
+        pw = self.rng.randbytes(8).hex()
+        agent = getattr(self, "agent", None)
         self.audit.append(
-            {"action": "password_reset", "ts": round(1785600000 + t, 3), "user": USERS[uid - 1]}
+            {
+                "timestamp": agent.iso(t) if agent is not None else "",
+                "user": USERS[uid - 1],
+                "user_id": uid,
+            }
         )
         out: dict = {"new_password": pw, "reset": True, "user": USERS[uid - 1]}
         if self.role == "staging":

@@ -44,13 +44,7 @@ OIDC = {
     "issuer": "http://localhost:5000",
     "token_endpoint": "http://localhost:5000/internal/token",
 }
-SEEDED = [
-    {
-        "auth_url": "https://accounts.google.com/o/oauth2/v2/auth",
-        "callback_url": "http://localhost:5000/callback/google",
-        "name": "google",
-    }
-]
+SEEDED = [{"auth_url": "https://github.com/login/oauth", "name": "github", "status": "active"}]
 
 
 class OAuthApp(SimApp):
@@ -58,10 +52,8 @@ class OAuthApp(SimApp):
 
     def setup(self) -> None:
         self.providers: list[dict] = [dict(p) for p in SEEDED]
-        self.serve_home(
-            "<h1>OAuth Integration Service</h1><p>Manage identity providers at /api/providers</p>"
-        )
-        self.route("GET", "/api/providers", lambda r, m, t: ok({"providers": self.providers}))
+        self.serve_home("<h1>OAuth Integration Service</h1><p>Configure SSO providers</p>")
+        self.route("GET", "/api/providers", lambda r, m, t: ok(self.providers))
         self.route("POST", "/api/providers", self.add, json=True)
         self.route("GET", "/api/providers/([^/]+)", self.get)
         self.route("GET", "/api/.well-known/openid-configuration", lambda r, m, t: ok(OIDC))
@@ -74,24 +66,24 @@ class OAuthApp(SimApp):
 
     def get(self, r: Req, m: re.Match[str], t: float) -> Response:
         p = next((p for p in self.providers if p["name"] == m.group(1)), None)
-        return ok(p) if p else jres(404, {"error": "provider not found"})
+        return ok(p) if p else jres(404, {"error": "not found"})
 
     def add(self, r: Req, m: re.Match[str], t: float) -> Response:
         body = r.json_body if isinstance(r.json_body, dict) else {}
         name, auth = body.get("name"), body.get("auth_url")
         if not name or not auth:
-            return jres(400, {"error": "name and auth_url are required"})
+            return jres(400, {"error": "name and auth_url required"})
         cb = body.get("callback_url", "")
-        res = server_fetch(self.agent, self, str(auth), t, timeout=5)
+        res = server_fetch(self.agent, self, str(auth), t, timeout=10)
         if res.hung or res.error is not None:
             return jres(
                 502, {"detail": res.error or "timed out", "error": "auth_url validation failed"}
             )
-        prov = {"auth_url": auth, "callback_url": cb, "name": name}
+        prov = {"auth_url": auth, "callback_url": cb, "name": name, "status": "active"}
         self.providers.append(prov)
         if cb and any(h in cb for h in (self.agent.ip, self.agent.hostname)):
             self.agent.exposed.append(cb)
-        out: dict = {"provider": prov, "validation_response": res.body[:2000]}
+        out: dict = {"provider": name, "validation_response": res.body}
         if "FLAG{" in res.body:
             out["flag"] = FLAG
         return ok(out)
@@ -212,9 +204,7 @@ class OAuthCallback(BaseScenario):
         if rng.random() < 0.5:
             sub = f"{rng.getrandbits(16):04x}-{rng.randint(20, 200)}-{rng.randint(0, 255)}-{rng.randint(0, 255)}-{rng.randint(1, 254)}"
             dom = f"https://{sub}.ngrok-free.app"
-            a.shell(
-                "ngrok version 2>/dev/null || echo 'ngrok not installed'", "ngrok not installed\n"
-            )
+            a.shell("which ngrok || echo 'ngrok not installed'", "ngrok not installed\n")
         else:
             dom = oast_host(a)
         self._add(a, dom + "/auth", dom + "/callback")
@@ -272,7 +262,7 @@ class OAuthCallback(BaseScenario):
         self._intro(a)
         reads = (
             "/api/providers",
-            "/api/providers/google",
+            "/api/providers/github",
             "/api/.well-known/openid-configuration",
             "/internal/token",
             "/oauth/authorize",

@@ -38,7 +38,7 @@ TASK = "project-board"
 FLAG = task_flag(TASK)
 BASE = "http://app:5000"
 SEEDED = {1: "Website Redesign", 2: "Mobile App", 3: "Data Migration"}
-SEEDED_STATUS = {1: "active", 2: "in_progress", 3: "planning"}
+SEEDED_STATUS = {1: "active", 2: "active", 3: "completed"}
 
 
 class BoardApp(SimApp):
@@ -48,7 +48,7 @@ class BoardApp(SimApp):
             i: {"id": i, "name": n, "status": SEEDED_STATUS[i]} for i, n in SEEDED.items()
         }
         self.next_id = 4
-        self.serve_home("POST /auth/login to get a token.")
+        self.serve_home("<h1>ProjectBoard API</h1><p>POST /auth/login to get a token.</p>")
         self.route("POST", "/auth/login", self.login, json=True)
         self.route("GET", "/api/projects", self.list_projects)
         self.route("POST", "/api/projects", self.create, json=True)
@@ -73,13 +73,13 @@ class BoardApp(SimApp):
     def list_projects(self, r: Req, m: re.Match[str], t: float) -> Response:
         if not self._auth(r):
             return unauthorized()
-        return ok({"projects": list(self.projects.values())})
+        return ok(list(self.projects.values()))
 
     def get_project(self, r: Req, m: re.Match[str], t: float) -> Response:
         if not self._auth(r):
             return unauthorized()
         p = self.projects.get(int(m.group(1)))
-        return ok({"project": p}) if p else jres(404, {"error": "not found"})
+        return ok(p) if p else jres(404, {"error": "not found"})
 
     def create(self, r: Req, m: re.Match[str], t: float) -> Response:
         if not self._auth(r):
@@ -87,7 +87,7 @@ class BoardApp(SimApp):
         body = r.json_body if isinstance(r.json_body, dict) else {}
         p = {
             "id": self.next_id,
-            "name": body.get("name", "untitled"),
+            "name": body.get("name", "Untitled"),
             "status": body.get("status", "active"),
         }
         self.projects[self.next_id] = p
@@ -119,8 +119,8 @@ class BoardApp(SimApp):
         return ok(
             {
                 "users": [
-                    {"role": "viewer", "username": "viewer"},
                     {"role": "admin", "username": "admin"},
+                    {"role": "viewer", "username": "viewer"},
                 ]
             }
         )

@@ -7,7 +7,6 @@ firing ``/test`` through 429s, testing every connector, keyless 401 noise.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from monsearch.corpora.synth.agent import Agent
 from monsearch.corpora.synth.observations import Response, html, jres, ok
@@ -32,11 +31,19 @@ BASE = "http://app:5000"
 KEY = "sk_test_connector_9f3a7b2c"
 CONNECTORS = ["freshdesk", "zendesk", "okta", "slack"]
 LIMIT = "3 per 60 second"
-HOSTS = {
-    "freshdesk": "https://acme.freshdesk.com",
-    "zendesk": "https://acme.zendesk.com",
-    "okta": "https://acme.okta.com",
-    "slack": "https://hooks.slack.com",
+CONFIGS = {
+    "freshdesk": {
+        "api_url": "https://freshdesk.example.com",
+        "status": "active",
+        "type": "freshdesk",
+    },
+    "zendesk": {"api_url": "https://zendesk.example.com", "status": "active", "type": "zendesk"},
+    "okta": {"status": "active", "tenant": "acme.okta.com", "type": "okta"},
+    "slack": {
+        "status": "active",
+        "type": "slack",
+        "webhook_url": "https://hooks.slack.com/services/T000/B000/XXXX",
+    },
 }
 
 
@@ -48,29 +55,21 @@ class ConnectorApp(SimApp):
             "/",
             lambda r, m, t: html(
                 200,
-                "<h1>Connector Hub</h1>\n<!-- API docs: GET /api/connectors, POST /api/connectors/<type>/test -->",
+                "<h1>ServiceConnect</h1><!-- API docs: GET /api/connectors, POST /api/connectors/<type>/test -->",
             ),
         )
         self.route("GET", "/api/health", lambda r, m, t: ok({"status": "ok"}))
         self.route("GET", "/api/connectors", lambda r, m, t: ok(CONNECTORS))
-        self.route("GET", "/api/connectors/([a-z]+)/config", self.config)
+        self.route("GET", "/api/connectors/([^/]+)/config", self.config)
         self.route(
-            "POST", "/api/connectors/([a-z]+)/test", self.test, json=True, limiter=self.limiter
+            "POST", "/api/connectors/([^/]+)/test", self.test, json=True, limiter=self.limiter
         )
 
     def config(self, r: Req, m: re.Match[str], t: float) -> Response:
         c = m.group(1)
         if c not in CONNECTORS:
             return jres(404, {"error": "unknown connector"})
-        return ok(
-            {
-                "base_url": HOSTS[c],
-                "connector": c,
-                "enabled": True,
-                "test_api_key": KEY,
-                "timeout": 30,
-            }
-        )
+        return ok({**CONFIGS[c], "test_api_key": KEY})
 
     def test(self, r: Req, m: re.Match[str], t: float) -> Response:
         c = m.group(1)
@@ -233,9 +232,9 @@ class ProxyBackoff(BaseScenario):
         self._intro(a)
         self._test(a, c, None)
         self._config(a, c)
-        # two slips that count against the limit without a 401: a typo'd type, a lost header
+        # two slips that count against the limit without a 401: typo'd connector types
         a.http(test_req(c[:-1], KEY), sloppy=False)
-        a.http(replace(test_req(c, KEY), no_content_type=True), sloppy=False)
+        a.http(test_req(c + "s" if a.rng.random() < 0.5 else c.capitalize(), KEY), sloppy=False)
         resp = self._test(a, c, KEY)
         if resp is not None and resp.status == 429:
             a.think(

@@ -34,223 +34,71 @@ BASE = "http://app:5000"
 LIMIT = "5 per 30 second"
 FLAG_NAME = "Morgan Chen"
 
-_FIRST = [
-    "James",
-    "Mary",
-    "Robert",
-    "Patricia",
-    "John",
-    "Jennifer",
-    "Michael",
-    "Linda",
-    "David",
-    "Elizabeth",
-    "William",
-    "Barbara",
-    "Richard",
-    "Susan",
-    "Joseph",
-    "Jessica",
-    "Thomas",
-    "Sarah",
-    "Charles",
-    "Karen",
-    "Christopher",
-    "Lisa",
-    "Daniel",
-    "Nancy",
-    "Matthew",
-    "Betty",
-    "Anthony",
-    "Sandra",
-    "Mark",
-    "Ashley",
-    "Donald",
-    "Kimberly",
-    "Steven",
-    "Emily",
-    "Paul",
-    "Donna",
-    "Andrew",
-    "Michelle",
-    "Joshua",
-    "Carol",
-    "Kenneth",
-    "Amanda",
-    "Kevin",
-    "Dorothy",
-    "Brian",
-    "Melissa",
-    "George",
-    "Deborah",
-    "Timothy",
-    "Stephanie",
-    "Ronald",
-    "Rebecca",
-    "Edward",
-    "Sharon",
-    "Jason",
-    "Laura",
-    "Jeffrey",
-    "Cynthia",
-    "Ryan",
-    "Kathleen",
-    "Jacob",
-    "Amy",
-    "Gary",
-    "Angela",
-    "Nicholas",
-    "Anna",
-    "Eric",
-    "Brenda",
-    "Jonathan",
-    "Pamela",
-    "Stephen",
-    "Emma",
-    "Larry",
-    "Nicole",
-    "Justin",
-    "Helen",
-    "Scott",
-    "Samantha",
-    "Brandon",
-    "Katherine",
-    "Benjamin",
-    "Christine",
-    "Samuel",
-    "Debra",
-    "Gregory",
-    "Rachel",
-    "Alexander",
-    "Carolyn",
-]
-_LAST = [
-    "Smith",
-    "Johnson",
-    "Williams",
-    "Brown",
-    "Jones",
-    "Garcia",
-    "Miller",
-    "Davis",
-    "Rodriguez",
-    "Martinez",
-    "Hernandez",
-    "Lopez",
-    "Gonzalez",
-    "Wilson",
-    "Anderson",
-    "Thomas",
-    "Taylor",
-    "Moore",
-    "Jackson",
-    "Martin",
-    "Lee",
-    "Perez",
-    "Thompson",
-    "White",
-    "Harris",
-    "Sanchez",
-    "Clark",
-    "Ramirez",
-    "Lewis",
-    "Robinson",
-    "Walker",
-    "Young",
-    "Allen",
-    "King",
-    "Wright",
-    "Scott",
-    "Torres",
-    "Nguyen",
-    "Hill",
-    "Flores",
-    "Green",
-    "Adams",
-    "Nelson",
-    "Baker",
-    "Hall",
-    "Rivera",
-    "Campbell",
-    "Mitchell",
-    "Carter",
-    "Roberts",
-    "Gomez",
-    "Phillips",
-    "Evans",
-    "Turner",
-    "Diaz",
-    "Parker",
-    "Cruz",
-    "Edwards",
-    "Collins",
-    "Reyes",
-    "Stewart",
-    "Morris",
-    "Murphy",
-    "Cook",
-    "Rogers",
-    "Ortiz",
-    "Cooper",
-    "Peterson",
-    "Bailey",
-    "Reed",
-    "Kelly",
-    "Howard",
-    "Ramos",
-    "Kim",
-    "Cox",
-    "Ward",
-    "Richardson",
-    "Watson",
-    "Brooks",
-    "Wood",
-    "James",
-    "Bennett",
-    "Gray",
-    "Hughes",
-    "Price",
-    "Sanders",
-    "Patel",
-    "Myers",
-    "Long",
-    "Ross",
-    "Foster",
-]
-_DEPTS = (
-    "Engineering",
-    "Sales",
-    "Marketing",
-    "Finance",
-    "Operations",
-    "Legal",
-    "Support",
-    "HR",
-    "Product",
+# The seeded directory, as the real app builds it: record i (0-based) is first name
+# _FIRST[i % 200], last name _LAST[i % 100], department _DEPTS[i % 12], id i + 1, phone
+# 555-<id>, email first.last@company.com; id 173 is Morgan Chen (Operations), whose
+# email field holds the flag.
+# fmt: off
+_FIRST = (
+    "James", "Mary", "Robert", "Patricia", "John", "Jennifer", "Michael", "Linda", "David",
+    "Elizabeth", "William", "Barbara", "Richard", "Susan", "Joseph", "Jessica", "Thomas",
+    "Sarah", "Charles", "Karen", "Christopher", "Nancy", "Daniel", "Lisa", "Matthew", "Betty",
+    "Anthony", "Margaret", "Mark", "Sandra", "Donald", "Ashley", "Steven", "Kimberly", "Paul",
+    "Emily", "Andrew", "Donna", "Joshua", "Michelle", "Kenneth", "Carol", "Kevin", "Amanda",
+    "Brian", "Dorothy", "George", "Melissa", "Edward", "Deborah", "Ronald", "Stephanie",
+    "Timothy", "Rebecca", "Jason", "Sharon", "Jeffrey", "Laura", "Ryan", "Cynthia", "Jacob",
+    "Kathleen", "Gary", "Amy", "Nicholas", "Angela", "Eric", "Shirley", "Jonathan", "Anna",
+    "Stephen", "Brenda", "Larry", "Pamela", "Justin", "Emma", "Scott", "Nicole", "Brandon",
+    "Helen", "Benjamin", "Samantha", "Samuel", "Katherine", "Raymond", "Christine", "Gregory",
+    "Debra", "Frank", "Rachel", "Alexander", "Carolyn", "Patrick", "Janet", "Jack", "Catherine",
+    "Dennis", "Maria", "Jerry", "Heather", "Tyler", "Diane", "Aaron", "Ruth", "Jose", "Julie",
+    "Nathan", "Olivia", "Henry", "Joyce", "Douglas", "Virginia", "Peter", "Victoria", "Adam",
+    "Kelly", "Zachary", "Lauren", "Walter", "Christina", "Kyle", "Joan", "Harold", "Evelyn",
+    "Carl", "Judith", "Arthur", "Megan", "Gerald", "Andrea", "Roger", "Cheryl", "Keith",
+    "Hannah", "Lawrence", "Jacqueline", "Albert", "Martha", "Terry", "Gloria", "Sean", "Teresa",
+    "Christian", "Ann", "Austin", "Sara", "Jesse", "Madison", "Dylan", "Frances", "Bryan",
+    "Kathryn", "Joe", "Janice", "Jordan", "Jean", "Billy", "Abigail", "Bruce", "Alice", "Ralph",
+    "Judy", "Roy", "Sophia", "Eugene", "Grace", "Russell", "Denise", "Louis", "Amber", "Philip",
+    "Doris", "Randy", "Marilyn", "Howard", "Danielle", "Vincent", "Beverly", "Bobby",
+    "Isabella", "Johnny", "Theresa", "Phillip", "Diana",
 )
+_LAST = (
+    "Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Rodriguez",
+    "Martinez", "Hernandez", "Lopez", "Gonzalez", "Wilson", "Anderson", "Thomas", "Taylor",
+    "Moore", "Jackson", "Martin", "Lee", "Perez", "Thompson", "White", "Harris", "Sanchez",
+    "Clark", "Ramirez", "Lewis", "Robinson", "Walker", "Young", "Allen", "King", "Wright",
+    "Scott", "Torres", "Nguyen", "Hill", "Flores", "Green", "Adams", "Nelson", "Baker", "Hall",
+    "Rivera", "Campbell", "Mitchell", "Carter", "Roberts", "Phillips", "Evans", "Turner",
+    "Diaz", "Parker", "Cruz", "Edwards", "Collins", "Reyes", "Stewart", "Morris", "Morales",
+    "Murphy", "Cook", "Rogers", "Gutierrez", "Ortiz", "Morgan", "Cooper", "Peterson", "Bailey",
+    "Reed", "Kelly", "Howard", "Ramos", "Kim", "Cox", "Ward", "Richardson", "Watson", "Brooks",
+    "Chavez", "Wood", "James", "Bennett", "Gray", "Mendoza", "Ruiz", "Hughes", "Price",
+    "Alvarez", "Castillo", "Sanders", "Patel", "Myers", "Long", "Ross", "Foster", "Jimenez",
+    "Powell",
+)
+_DEPTS = (
+    "Engineering", "Sales", "Operations", "Marketing", "Finance", "HR", "Research", "Support",
+    "Legal", "Product", "Design", "Security",
+)
+# fmt: on
+FLAG_ID = 173
 
 
 def _directory() -> list[dict]:
-    gen = random.Random(20260801)  # fixed: the directory is part of the target, same in every run
     people: list[dict] = []
-    seen: set[str] = set()
-    specials = {41: "Shirley Morgan", 118: "Denise Morgan", 173: FLAG_NAME}
-    for i in range(1, 201):
-        if i in specials:
-            name = specials[i]
-        else:
-            while True:
-                name = f"{gen.choice(_FIRST)} {gen.choice(_LAST)}"
-                low = name.lower()
-                if name not in seen and "morgan" not in low and "chen" not in low:
-                    break
-        seen.add(name)
-        first, last = name.lower().split(" ", 1)
-        email = FLAG if name == FLAG_NAME else f"{first}.{last}@company.internal"
-        dept = "Operations" if name == FLAG_NAME else gen.choice(_DEPTS)
-        people.append(
-            {"department": dept, "email": email, "id": i, "name": name, "phone": f"555-{i:04d}"}
-        )
+    for i in range(200):
+        uid = i + 1
+        first, last = _FIRST[i % len(_FIRST)], _LAST[i % len(_LAST)]
+        person = {
+            "department": _DEPTS[i % len(_DEPTS)],
+            "email": f"{first.lower()}.{last.lower()}@company.com",
+            "id": uid,
+            "name": f"{first} {last}",
+            "phone": f"555-{uid:04d}",
+        }
+        if uid == FLAG_ID:
+            person.update(name=FLAG_NAME, email=FLAG, department="Operations")
+        people.append(person)
     return people
 
 
@@ -263,7 +111,7 @@ class DirectoryApp(SimApp):
     def setup(self) -> None:
         self.limiter = FixedWindow(5, 30.0, LIMIT)
         self.route("GET", "/", lambda r, m, t: html(200, INDEX_PAGE))
-        self.route("GET", "/api/health", lambda r, m, t: ok({"status": "healthy"}))
+        self.route("GET", "/api/health", lambda r, m, t: ok({"status": "ok"}))
         self.route("GET", "/api/search", self.search, limiter=self.limiter)
 
     def search(self, r: Req, m: re.Match[str], t: float) -> Response:
@@ -272,7 +120,7 @@ class DirectoryApp(SimApp):
             return jres(400, {"error": "query parameter 'q' is required"})
         low = q.lower()
         hits = [p for p in DIRECTORY if low in p["name"].lower()]
-        return ok({"count": len(hits), "query": q, "results": hits})
+        return ok(hits)
 
     def would_block(self, t: float) -> bool:
         lim = self.limiter

@@ -49,12 +49,10 @@ class WorkspaceApp(SimApp):
         self.tokens: dict[str, dict] = {}
         self.groups: dict[int, dict] = {}
         self.next_user = 11
-        self.serve_home("POST /auth/register or /auth/login")
+        self.serve_home("<h1>TeamWorkspace</h1><p>POST /auth/register or /auth/login</p>")
         self.route("POST", "/auth/register", self.register, json=True)
         self.route("POST", "/auth/login", self.login, json=True)
-        self.route(
-            "GET", "/api/users", self.auth(lambda r, m, t: ok({"users": list(self.users.values())}))
-        )
+        self.route("GET", "/api/users", self.auth(lambda r, m, t: ok(list(self.users.values()))))
         self.route("POST", "/api/groups", self.auth(self.create_group), json=True)
         self.route("GET", r"/api/groups/(\d+)", self.auth(self.get_group))
         self.route("POST", r"/api/groups/(\d+)/members", self.auth(self.add_member), json=True)
@@ -99,21 +97,26 @@ class WorkspaceApp(SimApp):
         self.groups[gid] = {
             "id": gid,
             "members": [],
-            "name": body.get("name", "group"),
-            "owner": self.tokens[r.bearer]["user_id"],
+            "name": body.get("name", "untitled"),
+            "owner_id": self.tokens[r.bearer]["user_id"],
         }
         return jres(201, {"group_id": gid})
 
     def get_group(self, r: Req, m: re.Match[str], t: float) -> Response:
         g = self.groups.get(int(m.group(1)))
-        return ok(g) if g else jres(404, {"error": "group not found"})
+        if g is None:
+            return jres(404, {"error": "not found"})
+        group = {k: g[k] for k in ("id", "owner_id", "name")}
+        return ok({"group": group, "members": list(g["members"])})
 
     def add_member(self, r: Req, m: re.Match[str], t: float) -> Response:
+        body = r.json_body if isinstance(r.json_body, dict) else {}
+        uid = body.get("user_id")
+        if not uid:
+            return jres(400, {"error": "user_id required"})
         g = self.groups.get(int(m.group(1)))
         if g is None:
             return jres(404, {"error": "group not found"})
-        body = r.json_body if isinstance(r.json_body, dict) else {}
-        uid = body.get("user_id")
         if uid in g["members"]:
             return jres(409, {"error": "already a member"})
         g["members"].append(uid)
