@@ -75,7 +75,16 @@ def parse_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
 
 def resolve_generators(trajectories: Sequence[Trajectory], names: Sequence[str]) -> list[str]:
     """Map user-given names (exact generator ids, or their slugs) onto generator ids."""
-    known = sorted({t.generator for t in trajectories})
+    return resolve_generator_names({t.generator for t in trajectories}, names)
+
+
+def resolve_generator_names(generators: Iterable[str], names: Sequence[str]) -> list[str]:
+    """Map user-given names (exact ids, or their slugs) onto the ``generators`` ids.
+
+    Needs only the generator ids, so a command can check its ``--cross-generators``
+    against a manifest's counts before loading any trajectory.
+    """
+    known = sorted(set(generators))
     by_slug: dict[str, list[str]] = defaultdict(list)
     for g in known:
         by_slug[generator_slug(g)].append(g)
@@ -101,6 +110,15 @@ def resolve_generators(trajectories: Sequence[Trajectory], names: Sequence[str])
         if match not in out:
             out.append(match)
     return out
+
+
+def check_cross_generators(generators: Iterable[str], names: Sequence[str]) -> list[str]:
+    """:func:`resolve_generator_names`, and at least one generator left for train/val/test."""
+    known = set(generators)
+    held = resolve_generator_names(known, names)
+    if known and set(held) == known:
+        raise SplitError("every generator is held out; nothing is left for train/val/test")
+    return held
 
 
 def _stratum(t: Trajectory) -> tuple[str, str]:
@@ -145,10 +163,8 @@ def make_split(
 ) -> Split:
     trajs = list(trajectories)
     fr = parse_fractions(fractions)
-    held_out = resolve_generators(trajs, cross_generators)
+    held_out = check_cross_generators({t.generator for t in trajs}, cross_generators)
     held = set(held_out)
-    if trajs and held == {t.generator for t in trajs}:
-        raise SplitError("every generator is held out; nothing is left for train/val/test")
 
     ids_seen: set[str] = set()
     strata: dict[tuple[str, str], list[str]] = defaultdict(list)

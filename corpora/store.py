@@ -19,6 +19,13 @@ Writes are atomic: everything goes into a temporary folder beside the target,
 is fsynced, and is renamed into place (an existing corpus is swapped out by an
 atomic exchange where the OS offers one, else by two renames). A crash at any
 point leaves either no corpus or the previous one, never a folder that loads.
+
+One writer at a time: a writer holds an exclusive ``flock`` on
+``.<name>.lock`` beside the target (see :func:`corpus_lock`), and a second
+writer is refused at once rather than silently overwriting the first. The
+temporary folder's name carries the writer's pid (``.<name>.tmp-<pid>-<random>``),
+so the next writer removes the leftovers of writers that were killed, and only
+theirs: the folder of a writer whose pid is still alive is never touched.
 """
 
 from __future__ import annotations
@@ -27,14 +34,17 @@ import contextlib
 import ctypes
 import errno
 import gc
+import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
+import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +72,10 @@ ProgressFn = Callable[[int, int], None]
 
 class StoreError(MonsearchError):
     """A corpus folder that is missing, incomplete, corrupt or cannot be written."""
+
+
+class CorpusBusyError(StoreError):
+    """Another process is writing the same corpus folder right now."""
 
 
 @dataclass(frozen=True)
@@ -300,6 +314,205 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+# --------------------------------------------------------------------------- one writer at a time
+
+#: Temporary folders of writers that recorded no pid (monsearch 0.1.0) are removed
+#: once nothing has touched them for this long.
+LEGACY_TEMP_MAX_AGE_S = 3600.0
+_PID_TEMP_RE = re.compile(r"^(\d+)-[A-Za-z0-9_]+$")
+_LEGACY_TEMP_RE = re.compile(r"^[A-Za-z0-9_]+$")
+#: Locks this process holds: lock file path -> [fd, depth]. A lock is re-entrant
+#: within a process (the CLI takes it before generating, write_corpus again).
+_HELD: dict[str, list[int]] = {}
+
+
+def _named(out: Path) -> Path:
+    """``out`` with a real last component (``.``, ``..`` or ``a/..`` made absolute).
+
+    Temporary folders and the lock file are named after it and made beside it.
+    """
+    out = Path(out)
+    return out if out.name not in ("", ".", "..") else Path(os.path.abspath(out))
+
+
+def lock_path(out: Path) -> Path:
+    """The lock file of the corpus folder ``out``: ``.<name>.lock`` beside it."""
+    out = _named(out)
+    return out.parent / f".{out.name}.lock"
+
+
+def _temp_prefix(out: Path, kind: str) -> str:
+    return f".{out.name}.{kind}-{os.getpid()}-"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie counts as exited)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    except OSError:
+        return True  # cannot tell: keep its files
+    with contextlib.suppress(OSError, IndexError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat[stat.rindex(")") + 2] in "ZX":
+            return False
+    return True
+
+
+def _stale_temporaries(out: Path) -> list[Path]:
+    """Temporary and backup folders of ``out`` left by writers that are no longer running.
+
+    ``.<name>.tmp-<pid>-*`` of a dead pid; ``.<name>.old-<pid>-*`` (a previous
+    corpus mid-replace) of a dead pid only when ``out`` is a complete corpus again,
+    since otherwise it is the only copy of the data; folders without a pid (older
+    monsearch) once untouched for :data:`LEGACY_TEMP_MAX_AGE_S`.
+    """
+    out = _named(out)
+    parent = out.parent
+    if not parent.is_dir():
+        return []
+    installed = (out / MANIFEST).is_file()
+    stale: list[Path] = []
+    for kind in ("tmp", "old"):
+        prefix = f".{out.name}.{kind}-"
+        for entry in parent.glob(glob.escape(prefix) + "*"):
+            rest = entry.name[len(prefix) :]
+            if not entry.is_dir() or entry.is_symlink():
+                continue
+            if kind == "old" and not installed:
+                continue
+            m = _PID_TEMP_RE.match(rest)
+            if m:
+                pid = int(m.group(1))
+                if pid != os.getpid() and not pid_alive(pid):
+                    stale.append(entry)
+            elif _LEGACY_TEMP_RE.match(rest):
+                with contextlib.suppress(OSError):
+                    if time.time() - entry.stat().st_mtime > LEGACY_TEMP_MAX_AGE_S:
+                        stale.append(entry)
+    return sorted(stale)
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """Remove what :func:`_stale_temporaries` finds; returns the folders removed."""
+    removed = []
+    for entry in _stale_temporaries(Path(out)):
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+    return removed
+
+
+def _lock_holder(path: Path) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(path.read_text().strip())
+        return f"pid {pid}"
+    return "pid unknown"
+
+
+@dataclass
+class WriteLock:
+    """A held writer lock on a corpus folder (see :func:`corpus_lock`)."""
+
+    out: Path
+    removed: list[Path] = field(default_factory=list)  # stale temporaries cleaned up
+
+
+@contextlib.contextmanager
+def corpus_lock(
+    out: Path, *, wait: bool = False, on_wait: Callable[[str], None] | None = None
+) -> Iterator[WriteLock]:
+    """Hold the exclusive writer lock of the corpus folder ``out``.
+
+    The lock is an ``flock`` on ``.<name>.lock`` beside ``out``, holding the
+    writer's pid; the kernel drops it when the process dies, however it dies, and
+    the file is removed on release. A second writer raises
+    :class:`CorpusBusyError` (exit 2) naming the holder, or with ``wait=True``
+    blocks until the first is done (``on_wait(holder)`` is called first). On
+    acquiring it, the leftovers of dead writers of ``out`` are removed
+    (``WriteLock.removed``). Re-entrant within one process. Creates the parent
+    folder of ``out`` if needed.
+    """
+    out = _named(out)
+    lpath = lock_path(out)
+    key = os.path.abspath(lpath)
+    held = _HELD.get(key)
+    if held is not None:
+        held[1] += 1
+        try:
+            yield WriteLock(out)
+        finally:
+            held[1] -= 1
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock on this platform: no locking
+        yield WriteLock(out, remove_stale_temporaries(out))
+        return
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{out}: cannot create its folder: {exc.strerror or exc}") from None
+    while True:
+        try:
+            fd = os.open(lpath, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise StoreError(
+                f"{out}: cannot create the lock file {lpath}: {exc.strerror or exc}"
+            ) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(lpath)
+                if not wait:
+                    raise CorpusBusyError(
+                        f"{out}: another monsearch process ({holder}) is writing this corpus; "
+                        "wait for it to finish or write to another folder"
+                    ) from None
+                if on_wait is not None:
+                    on_wait(holder)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            # The file may have been removed (and maybe re-created) by the previous
+            # holder between our open and our lock: then this lock guards nothing.
+            try:
+                same = os.path.samestat(os.stat(lpath), os.fstat(fd))
+            except FileNotFoundError:
+                same = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            break
+        os.close(fd)
+    try:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        _HELD[key] = [fd, 1]
+        yield WriteLock(out, remove_stale_temporaries(out))
+    finally:
+        _HELD.pop(key, None)
+        # Unlink while still holding the lock, then release: a waiter that locks
+        # the unlinked file sees it is gone and starts over on a new one.
+        with contextlib.suppress(OSError):
+            os.unlink(lpath)
+        os.close(fd)
+
+
+def check_writable_target(out: Path) -> None:
+    """Raise :class:`StoreError` if ``out`` is something :func:`write_corpus` would refuse.
+
+    Cheap; the CLI calls it before generating or reading anything.
+    """
+    _check_replaceable(Path(out))
+
+
 def _check_replaceable(out: Path) -> None:
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise StoreError(f"{out}: exists and is not a directory; refusing to replace it")
@@ -318,7 +531,7 @@ def _install(tmp: Path, out: Path) -> None:
     else:
         # No atomic exchange: a crash between the two renames leaves no corpus at
         # ``out`` (never a half-written one); the old one survives beside it.
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        old = Path(tempfile.mkdtemp(prefix=_temp_prefix(out, "old"), dir=out.parent))
         old.rmdir()
         os.rename(out, old)
         os.rename(tmp, out)
@@ -342,7 +555,7 @@ def write_corpus(
     reproduces the assignment (see :func:`monsearch.corpora.splits.make_split`).
     ``progress(done, total)`` is called while trajectories are encoded.
     """
-    out = Path(out)
+    out = _named(out)
     if not name or not isinstance(name, str):
         raise StoreError("a corpus needs a non-empty name")
     trajs = list(trajectories)
@@ -381,31 +594,43 @@ def write_corpus(
     for tid, line in encoded:
         by_split[split_of[tid]].append((tid, line))
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _check_replaceable(out)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        parts: dict[str, PartInfo] = {}
-        for s in splits:
-            lines = [line for _, line in sorted(by_split[s], key=lambda p: p[0])]
-            parts[s] = _write_part(tmp, s, lines)
-        manifest = Manifest(
-            name=name,
-            content_hash=content_hash_of(encoded),
-            n_trajectories=total,
-            parts=parts,
-            counts=_counts(trajs, split_of, splits),
-            split_info=dict(split_info)
-            if split_info is not None
-            else (None if assignment is None else {"method": "given"}),
-            assignment_hash=None if assignment is None else assignment_hash_of(split_of),
-        )
-        _write_manifest(tmp, manifest)  # last: a folder without it never loads
-        _fsync_dir(tmp)
-        _install(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with corpus_lock(out):
+        _check_replaceable(out)
+        try:
+            tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(out, "tmp"), dir=out.parent))
+        except OSError as exc:
+            raise StoreError(
+                f"{out}: cannot create a folder in {out.parent}: {exc.strerror or exc}"
+            ) from None
+        try:
+            parts: dict[str, PartInfo] = {}
+            for s in splits:
+                lines = [line for _, line in sorted(by_split[s], key=lambda p: p[0])]
+                parts[s] = _write_part(tmp, s, lines)
+            manifest = Manifest(
+                name=name,
+                content_hash=content_hash_of(encoded),
+                n_trajectories=total,
+                parts=parts,
+                counts=_counts(trajs, split_of, splits),
+                split_info=dict(split_info)
+                if split_info is not None
+                else (None if assignment is None else {"method": "given"}),
+                assignment_hash=None if assignment is None else assignment_hash_of(split_of),
+            )
+            _write_manifest(tmp, manifest)  # last: a folder without it never loads
+            _fsync_dir(tmp)
+            _install(tmp, out)
+            # A corpus is in place again: backups that dead writers left are obsolete now.
+            remove_stale_temporaries(out)
+        except OSError as exc:  # disk full, quota, a folder made read-only meanwhile...
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StoreError(
+                f"{out}: cannot write the corpus: {exc.filename or out}: {exc.strerror or exc}"
+            ) from exc
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return manifest
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -9,8 +10,39 @@ import click
 from monsearch import __version__
 from monsearch.errors import MonsearchError
 
+#: Exit code when the reader of stdout went away (``monsearch corpus stats | head``):
+#: 128 + SIGPIPE, what a shell reports for any Unix tool in that spot.
+EXIT_BROKEN_PIPE = 141
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _StdoutClosed(Exception):
+    """The reader of stdout closed the pipe; carried past click, which would exit 1."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        from monsearch.commands.consoles import StdoutClosedError, stdout_closed
+
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            # Only our own output: a broken pipe to a worker process is a real error.
+            if isinstance(exc, StdoutClosedError) or stdout_closed():
+                raise _StdoutClosed() from exc
+            raise
+
+
+def _quiet_broken_pipe() -> None:
+    """Point stdout at /dev/null, so the flush at exit cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="monsearch")
 def cli() -> None:
     """Evolve cheap OPSEC monitors for autonomous offensive-security agents.
@@ -34,6 +66,10 @@ _register()
 def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, standalone_mode=False)
+    except _StdoutClosed:
+        # `monsearch ... | head`: the reader has what it wanted. No message, no traceback.
+        _quiet_broken_pipe()
+        sys.exit(EXIT_BROKEN_PIPE)
     except MonsearchError as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
         sys.exit(exc.exit_code)

@@ -18,8 +18,23 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
-from monsearch.commands.consoles import stderr_console, stdout_console
-from monsearch.commands.options import corpus_option, find_trajectory, splits_option
+from monsearch.commands.consoles import (
+    SECTION,
+    Row,
+    fitted_table,
+    print_note,
+    stderr_console,
+    stdout_console,
+)
+from monsearch.commands.options import (
+    corpus_option,
+    find_trajectory,
+    fractions_callback,
+    name_callback,
+    split_names_callback,
+    splits_option,
+)
+from monsearch.commands.paths import writing_corpus
 from monsearch.errors import MonsearchError
 
 
@@ -42,13 +57,6 @@ def _reason(path: str, reason: str) -> str:
 
 def _csv(text: str | None) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
-
-
-def _fractions(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(p) for p in _csv(text))
-    except ValueError:
-        raise click.BadParameter(f"expected three numbers like 0.6,0.2,0.2, got {text!r}") from None
 
 
 @contextmanager
@@ -77,25 +85,25 @@ def _write_with_progress(bar: Progress, out: Path, trajs: list, **kw: Any):
     )
 
 
-def _splits_table(manifest) -> Table:
-    table = Table(title=f"corpus {escape(manifest.name)}")
-    for col in (
-        "split",
-        "trajectories",
-        "valid",
-        "pass",
-        "fail",
-        "unlabelled",
-        "min budget",
-        "size",
-    ):
-        table.add_column(col, justify="left" if col == "split" else "right")
+# --------------------------------------------------------------------------- tables
+
+
+SPLITS_NOTE = (
+    "runs: trajectories in the split; valid: not an error and at least one step; "
+    "pass / fail / unlab.: panel majority labels (unlab.: no panel); min budget: the "
+    "smallest audit budget (share of benign runs flagged) a metric may use on the split, "
+    "5 / benign runs."
+)
+
+
+def _splits_table(console: Console, manifest) -> Table:
+    rows: list[Row] = []
     per_split = manifest.counts.get("splits", {})
     for s in manifest.split_names:
         c = per_split.get(s, {})
         labels = c.get("labels", {})
         mb = c.get("min_budget")
-        table.add_row(
+        cells = [
             s,
             str(manifest.parts[s].count),
             str(c.get("valid", "-")),
@@ -104,26 +112,30 @@ def _splits_table(manifest) -> Table:
             str(labels.get("unlabelled", "-")),
             "-" if mb is None else f"{mb:.4f}",
             _size(manifest.parts[s].bytes),
-        )
-    return table
+        ]
+        rows.append((cells, None))
+    headers = ["split", "runs", "valid", "pass", "fail", "unlab.", "min budget", "size"]
+    return fitted_table(console, f"corpus {manifest.name}", headers, rows)
 
 
 def _print_manifest(console: Console, manifest) -> None:
-    console.print(_splits_table(manifest))
-    console.print(f"content hash     {manifest.content_hash}")
+    console.print(_splits_table(console, manifest))
+    print_note(console, SPLITS_NOTE)
+    # Label and hash fit in 80 columns on one line.
+    console.print(f"content hash    {manifest.content_hash}")
     if manifest.assignment_hash:
-        console.print(f"assignment hash  {manifest.assignment_hash}")
+        console.print(f"assignment hash {manifest.assignment_hash}")
     info = manifest.split_info
     if info:
         xgen = info.get("cross_generators") or {}
         held = ", ".join(f"{v} -> {k}" for k, v in xgen.items()) if isinstance(xgen, dict) else xgen
         console.print(
-            f"split            {escape(str(info.get('method', '?')))}, seed {info.get('seed', '-')}, "
+            f"split           {escape(str(info.get('method', '?')))}, seed {info.get('seed', '-')}, "
             f"fractions {info.get('fractions', '-')}"
             + (f", held out: {escape(str(held))}" if held else "")
         )
     else:
-        console.print("split            none (unsplit: run `monsearch corpus split`)")
+        console.print("split           none (unsplit: run `monsearch corpus split`)")
 
 
 @click.group()
@@ -156,7 +168,8 @@ def corpus() -> None:
     "--out",
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Corpus folder to write. An existing corpus there is replaced atomically.",
+    help="Corpus folder to write. An existing corpus there is replaced atomically. Checked for "
+    "writability before anything is read; one writer at a time.",
 )
 @click.option(
     "--strict",
@@ -166,6 +179,7 @@ def corpus() -> None:
 @click.option(
     "--name",
     default=None,
+    callback=name_callback,
     help="Corpus name recorded in the manifest (default: the --out folder name).",
 )
 @click.option(
@@ -190,8 +204,17 @@ def corpus() -> None:
 @click.option(
     "--fractions",
     default=None,
+    callback=fractions_callback,
     metavar="TRAIN,VAL,TEST",
-    help="With --seed: split fractions for the other generators [default: 0.6,0.2,0.2].",
+    help="With --seed: split fractions for the other generators, each in [0, 1], sum 1 "
+    "[default: 0.6,0.2,0.2].",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the import report (counts, skipped files with reasons, the corpus written) as "
+    "JSON on stdout, and nothing else.",
 )
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def import_cmd(
@@ -204,16 +227,17 @@ def import_cmd(
     oracle_judges: tuple[str, ...],
     seed: int | None,
     cross_generators: str | None,
-    fractions: str | None,
+    fractions: tuple[float, float, float] | None,
+    as_json: bool,
     quiet: bool,
 ) -> None:
     """Import trajectories from SRC into a corpus folder.
 
-    Unreadable files are skipped and listed with the reason (exit 0 with a
-    warning), or stop the import with --strict (exit 2). With --seed the corpus
-    is split into train/val/test (stratified by task and label) plus one
-    xgen-<slug> split per cross generator; without it, everything goes into one
-    unsplit part.
+    Unreadable files are skipped and listed with the reason, one line each
+    ("skipped PATH: REASON"; exit 0 with a warning), or stop the import with
+    --strict (exit 2). With --seed the corpus is split into train/val/test
+    (stratified by task and label) plus one xgen-<slug> split per cross
+    generator; without it, everything goes into one unsplit part.
     """
     from monsearch.corpora.readers import read_any
     from monsearch.corpora.splits import DEFAULT_FRACTIONS, make_split
@@ -221,7 +245,7 @@ def import_cmd(
     if seed is None and (cross_generators or fractions):
         raise click.UsageError("--cross-generators and --fractions need --seed")
     out_console, err_console = stdout_console(), stderr_console()
-    with _progress(quiet) as bar:
+    with writing_corpus(out), _progress(quiet or as_json) as bar:
         reading = bar.add_task(f"reading {escape(str(src))}", total=None)
         report = read_any(
             src,
@@ -243,7 +267,7 @@ def import_cmd(
                 report.trajectories,
                 seed=seed,
                 cross_generators=_csv(cross_generators),
-                fractions=_fractions(fractions) if fractions else DEFAULT_FRACTIONS,
+                fractions=fractions or DEFAULT_FRACTIONS,
             )
         manifest = _write_with_progress(
             bar,
@@ -254,24 +278,35 @@ def import_cmd(
             split_info=None if split is None else split.info,
         )
 
-    out_console.print(
-        f"files read {report.files_read}, trajectories kept {len(report.trajectories)} "
-        f"({report.labelled} labelled), skipped {len(report.skipped)}"
-    )
-    if report.skipped:
-        table = Table(title="skipped")
-        table.add_column("path", overflow="fold")
-        table.add_column("reason", overflow="fold")
-        for s in report.skipped:
-            table.add_row(escape(s.path), escape(_reason(s.path, s.reason)))
-        out_console.print(table)
     for w in report.warnings:
         err_console.print(f"[yellow]warning:[/] {escape(w)}")
-    _print_manifest(out_console, manifest)
-    out_console.print(f"wrote {out}")
+    if as_json:
+        doc = {
+            "source": str(src),
+            "files_read": report.files_read,
+            "trajectories": len(report.trajectories),
+            "labelled": report.labelled,
+            "skipped": [
+                {"path": s.path, "reason": _reason(s.path, s.reason)} for s in report.skipped
+            ],
+            "warnings": list(report.warnings),
+            "corpus": {"path": str(out), **manifest.to_dict()},
+        }
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        out_console.print(
+            f"files read {report.files_read}, trajectories kept {len(report.trajectories)} "
+            f"({report.labelled} labelled), skipped {len(report.skipped)}"
+        )
+        # One plain line per file, never wrapped, so the paths can be grepped and pasted.
+        for s in report.skipped:
+            click.echo(f"skipped {s.path}: {_reason(s.path, s.reason)}")
+        _print_manifest(out_console, manifest)
+        out_console.print(f"wrote {escape(str(out))}")
     if report.skipped:
+        where = "listed in the JSON" if as_json else "listed above"
         err_console.print(
-            f"[yellow]warning:[/] {len(report.skipped)} input(s) skipped (listed above); "
+            f"[yellow]warning:[/] {len(report.skipped)} input(s) skipped ({where}); "
             "use --strict to fail on them instead"
         )
 
@@ -298,22 +333,33 @@ def import_cmd(
     "--fractions",
     default="0.6,0.2,0.2",
     show_default=True,
+    callback=fractions_callback,
     metavar="TRAIN,VAL,TEST",
-    help="Fractions of the remaining trajectories for train, val and test (sum 1), "
-    "stratified by task and panel label.",
+    help="Fractions of the remaining trajectories for train, val and test (each in [0, 1], "
+    "sum 1), stratified by task and panel label.",
 )
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def split_cmd(
-    directory: Path, seed: int, cross_generators: str | None, fractions: str, quiet: bool
+    directory: Path,
+    seed: int,
+    cross_generators: str | None,
+    fractions: tuple[float, float, float],
+    quiet: bool,
 ) -> None:
     """Split (or re-split) the corpus in DIR, rewriting it atomically.
 
     The content hash does not change (same data); the assignment hash does.
     """
-    from monsearch.corpora.splits import make_split
-    from monsearch.corpora.store import load_corpus
+    from monsearch.corpora.splits import check_cross_generators, make_split
+    from monsearch.corpora.store import load_corpus, read_manifest
 
-    with _progress(quiet) as bar:
+    # Before the writability check and before loading: a missing or broken corpus,
+    # and generators it does not hold, are named from its manifest alone.
+    manifest = read_manifest(directory)
+    generators = manifest.counts.get("generators")
+    if isinstance(generators, dict) and generators:
+        check_cross_generators(generators, _csv(cross_generators))
+    with writing_corpus(directory), _progress(quiet) as bar:
         loading = bar.add_task(f"loading {escape(str(directory))}", total=None)
         corp = load_corpus(directory)
         bar.update(loading, total=1, completed=1)
@@ -322,7 +368,7 @@ def split_cmd(
             trajs,
             seed=seed,
             cross_generators=_csv(cross_generators),
-            fractions=_fractions(fractions),
+            fractions=fractions,
         )
         manifest = _write_with_progress(
             bar,
@@ -334,97 +380,122 @@ def split_cmd(
         )
     console = stdout_console()
     _print_manifest(console, manifest)
-    console.print(f"rewrote {directory}")
+    console.print(f"rewrote {escape(str(directory))}")
 
 
 # --------------------------------------------------------------------------- stats
 
 
-def _outcome_table(
-    title: str, rows: dict[str, dict[str, Any]], overall: dict[str, Any] | None, first: str
-) -> Table:
-    table = Table(title=title)
-    table.add_column(first)
-    for col in (
-        "runs",
-        "N",
-        "solved",
-        "solve %",
-        "safe success %",
-        "Stealth@Solve",
-        "reckless %",
-        "pass",
-        "fail",
-    ):
-        table.add_column(col, justify="right")
+OUTCOME_NOTE = (
+    "Over all runs: solve% solved the task (solved: how many), safe% solved it and the panel "
+    "judged it stealthy; over valid runs (no error, at least one step; a valid column "
+    "appears when some run is not): reckl% solved it but was judged an OPSEC failure; S@S "
+    "(Stealth@Solve) is the panel's mean stealth score of solved runs, from 0 (blatant) to 1 "
+    "(stealthy); pass / fail count panel majority labels."
+)
+TASK_NOTE = "The same columns per task; the OPSEC dimension each task tests is in brackets."
+BALANCE_NOTE = (
+    "Panel majority labels of valid runs by OPSEC dimension; failure share is fail / "
+    "(pass + fail), unlabelled runs have no panel."
+)
+AGREEMENT_NOTE = (
+    "Fleiss' kappa is how far the judges agree beyond chance (1 always, 0 no better than "
+    "chance); unanimous is the share of panels where every judge votes alike, failure votes "
+    "the share of votes that say failure."
+)
+COHEN_NOTE = (
+    "Cohen's kappa of each pair of judges on their pass / fail votes (1 always agree, 0 no "
+    "better than chance)."
+)
+ORACLE_NOTE = (
+    "How often the escalation oracle's verdict matches the panel majority (accuracy), and "
+    "the same agreement corrected for chance (Cohen's kappa)."
+)
 
-    def row(name: str, b: dict[str, Any], style: str | None = None) -> None:
-        table.add_row(
-            escape(name),
+
+def _outcome_table(
+    console: Console,
+    title: str,
+    first: str,
+    rows: dict[str, dict[str, Any]],
+    overall: dict[str, Any] | None = None,
+) -> Table:
+    """Solve / safe / reckless rates and Stealth@Solve per group, fitted to the console.
+
+    The valid-run count is a column only when it differs from the run count
+    somewhere: on most corpora every run is valid, and 80 columns are tight.
+    """
+    blocks = [*rows.values(), *([overall] if overall is not None else [])]
+    show_valid = any(b["valid"] != b["runs"] for b in blocks)
+
+    def cells(name: str, b: dict[str, Any]) -> list[str]:
+        return [
+            name,
             str(b["runs"]),
-            str(b["valid"]),
+            *([str(b["valid"])] if show_valid else []),
             str(b["solved"]),
             _pct(b["solve_rate"]),
             _pct(b["safe_success_rate"]),
-            _num(b["stealth_at_solve"]),
             _pct(b["reckless_rate"]),
+            _num(b["stealth_at_solve"]),
             str(b["labels"]["pass"]),
             str(b["labels"]["fail"]),
-            style=style,
-        )
+        ]
 
-    for name, b in rows.items():
-        row(name, b)
+    headers = [first, "runs", *(["valid"] if show_valid else []), "solved", "solve%", "safe%"]
+    headers += ["reckl%", "S@S", "pass", "fail"]
+    out: list[Row] = [(cells(name, b), None) for name, b in rows.items()]
     if overall is not None:
-        table.add_section()
-        row("overall", overall, style="bold")
-    return table
+        out += [SECTION, (cells("overall", overall), "bold")]
+    return fitted_table(console, title, headers, out)
 
 
-def _agreement_tables(agr: dict[str, Any], oracle: dict[str, Any]) -> list[Table]:
-    head = Table(title="judge agreement (complete panels of valid runs)")
-    for col in (
-        "scope",
-        "complete panels",
-        "incomplete",
-        "Fleiss' kappa",
-        "unanimous",
-        "failure votes",
-    ):
-        head.add_column(col, justify="left" if col == "scope" else "right")
-
-    def row(name: str, a: dict[str, Any], style: str | None = None) -> None:
-        head.add_row(
-            escape(name),
+def _print_agreement(console: Console, agr: dict[str, Any], oracle: dict[str, Any]) -> None:
+    def cells(name: str, a: dict[str, Any]) -> list[str]:
+        return [
+            name,
             str(a["complete_panels"]),
             str(a["incomplete_panels"]),
             _num(a["fleiss_kappa"]),
             _pct(a["unanimous_rate"]),
             _pct(a["failure_vote_rate"]),
-            style=style,
-        )
+        ]
 
-    for g, a in agr.get("per_generator", {}).items():
-        row(g, a)
-    head.add_section()
-    row("overall", agr, style="bold")
-    tables = [head]
+    rows: list[Row] = [(cells(g, a), None) for g, a in agr.get("per_generator", {}).items()]
+    rows += [SECTION, (cells("overall", agr), "bold")]
+    headers = ["generator", "panels", "incompl.", "kappa", "unanim.", "fail votes"]
+    console.print(
+        fitted_table(console, "judge agreement (complete panels of valid runs)", headers, rows)
+    )
+    print_note(console, AGREEMENT_NOTE)
     if agr["cohen_kappa"]:
-        pairs = Table(title="pairwise Cohen's kappa (overall)")
-        pairs.add_column("judge A")
-        pairs.add_column("judge B")
-        pairs.add_column("kappa", justify="right")
-        for p in agr["cohen_kappa"]:
-            pairs.add_row(escape(p["judges"][0]), escape(p["judges"][1]), _num(p["kappa"]))
-        tables.append(pairs)
+        pairs: list[Row] = [
+            ([p["judges"][0], p["judges"][1], _num(p["kappa"])], None) for p in agr["cohen_kappa"]
+        ]
+        console.print(
+            fitted_table(
+                console,
+                "pairwise Cohen's kappa (overall)",
+                ["judge A", "judge B", "kappa"],
+                pairs,
+                names=2,
+            )
+        )
+        print_note(console, COHEN_NOTE)
     if oracle:
-        ot = Table(title="oracle vs panel majority (valid labelled runs)")
-        for col in ("oracle judge", "n", "accuracy", "Cohen's kappa"):
-            ot.add_column(col, justify="left" if col == "oracle judge" else "right")
-        for judge, o in oracle.items():
-            ot.add_row(escape(judge), str(o["n"]), _pct(o["accuracy"]), _num(o["cohen_kappa"]))
-        tables.append(ot)
-    return tables
+        rows = [
+            ([judge, str(o["n"]), _pct(o["accuracy"]), _num(o["cohen_kappa"])], None)
+            for judge, o in oracle.items()
+        ]
+        console.print(
+            fitted_table(
+                console,
+                "oracle vs panel majority (valid labelled runs)",
+                ["oracle judge", "runs", "accuracy", "kappa"],
+                rows,
+            )
+        )
+        print_note(console, ORACLE_NOTE)
 
 
 @corpus.command("stats")
@@ -440,6 +511,7 @@ def _agreement_tables(agr: dict[str, Any], oracle: dict[str, Any]) -> list[Table
     "splits",
     multiple=True,
     metavar="SPLIT",
+    callback=split_names_callback,
     help="Only these splits (repeatable), e.g. --split train --split val. Default: all.",
 )
 def stats_cmd(directory: Path, as_json: bool, splits: tuple[str, ...]) -> None:
@@ -471,20 +543,32 @@ def stats_cmd(directory: Path, as_json: bool, splits: tuple[str, ...]) -> None:
         f"corpus [bold]{escape(corp.name)}[/] {corp.content_hash[:16]}  "
         f"splits: {', '.join(corp.loaded_splits)}"
     )
-    console.print(_outcome_table("per generator", st["generators"], st["overall"], "generator"))
+    console.print()
+    console.print(
+        _outcome_table(console, "per generator", "generator", st["generators"], st["overall"])
+    )
+    print_note(console, OUTCOME_NOTE)
     dim_of = {t.task: t.dimension.value for t in corp.trajectories()}
     tasks = {f"{k} ({dim_of.get(k, '?')})": v for k, v in st["tasks"].items()}
-    console.print(_outcome_table("per task (dimension)", tasks, None, "task"))
-    bal = Table(title="label balance per dimension (valid runs)")
-    for col in ("dimension", "pass", "fail", "unlabelled", "failure share"):
-        bal.add_column(col, justify="left" if col == "dimension" else "right")
-    for d, b in st["dimensions"].items():
-        bal.add_row(
-            d, str(b["pass"]), str(b["fail"]), str(b["unlabelled"]), _pct(b["failure_rate"])
+    console.print(_outcome_table(console, "per task (dimension)", "task", tasks))
+    print_note(console, TASK_NOTE)
+    bal: list[Row] = [
+        (
+            [d, str(b["pass"]), str(b["fail"]), str(b["unlabelled"]), _pct(b["failure_rate"])],
+            None,
         )
-    console.print(bal)
-    for table in _agreement_tables(st["agreement"], st["oracle"]):
-        console.print(table)
+        for d, b in st["dimensions"].items()
+    ]
+    console.print(
+        fitted_table(
+            console,
+            "label balance per dimension (valid runs)",
+            ["dimension", "pass", "fail", "unlabelled", "failure share"],
+            bal,
+        )
+    )
+    print_note(console, BALANCE_NOTE)
+    _print_agreement(console, st["agreement"], st["oracle"])
 
 
 # --------------------------------------------------------------------------- show
@@ -509,12 +593,9 @@ def show_cmd(directory: Path, verify: bool) -> None:
     _print_manifest(console, manifest)
     gens = manifest.counts.get("generators", {})
     if gens:
-        table = Table(title="generators")
-        table.add_column("generator")
-        table.add_column("trajectories", justify="right")
-        for g, n in gens.items():
-            table.add_row(escape(g), str(n))
-        console.print(table)
+        rows: list[Row] = [([g, str(n)], None) for g, n in gens.items()]
+        console.print(fitted_table(console, "generators", ["generator", "runs"], rows))
+        console.print()
     console.print(
         f"schema {manifest.schema_version}, codec {manifest.codec}, written by {manifest.written_by}, "
         f"{manifest.n_trajectories} trajectories"

@@ -17,6 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from monsearch.commands.consoles import stderr_console, stdout_console
+from monsearch.commands.options import fractions_callback, name_callback
+from monsearch.commands.paths import writing_corpus
 from monsearch.errors import MonsearchError
 
 PhaseProgress = Callable[[str, int, int], None]
@@ -44,17 +46,45 @@ def synth_progress(quiet: bool = False) -> Iterator[PhaseProgress]:
 
 
 def resolve_corpus(path: Path | None, *, seed: int = 0, quiet: bool = False) -> Path:
-    """``path`` itself, or the cached default synthetic corpus when ``path`` is None."""
+    """``path`` itself, or the cached default synthetic corpus when ``path`` is None.
+
+    Before generating, the cache folder is checked for writability (a named
+    error, not a traceback after the generation), and the build holds the
+    corpus's writer lock: a second process that needs the default corpus at the
+    same time waits for the first instead of building it again.
+    """
     if path is not None:
         return path
-    from monsearch.corpora.store import MANIFEST
+    from monsearch.commands.paths import UnwritablePathError, ensure_writable_dir
+    from monsearch.corpora.store import MANIFEST, corpus_lock
     from monsearch.corpora.synth.generate import default_corpus_path, ensure_default_corpus
 
     target = default_corpus_path(seed)
-    if not (target / MANIFEST).is_file() and not quiet:
-        click.echo(f"building the default synthetic corpus (seed {seed}) into {target}", err=True)
-    with synth_progress(quiet) as progress:
-        return ensure_default_corpus(seed, progress=progress)
+    if (target / MANIFEST).is_file():
+        return target
+    try:
+        ensure_writable_dir(target, "the default corpus into the cache folder")
+    except UnwritablePathError as exc:
+        raise UnwritablePathError(
+            exc.what,
+            exc.path,
+            f"{exc.reason}; set MONSEARCH_CACHE to a writable folder, or pass a corpus folder",
+        ) from None
+
+    def waiting(holder: str) -> None:
+        if not quiet:
+            click.echo(
+                f"waiting for another monsearch process ({holder}) building the default corpus",
+                err=True,
+            )
+
+    with corpus_lock(target, wait=True, on_wait=waiting):
+        if not (target / MANIFEST).is_file() and not quiet:
+            click.echo(
+                f"building the default synthetic corpus (seed {seed}) into {target}", err=True
+            )
+        with synth_progress(quiet) as progress:
+            return ensure_default_corpus(seed, progress=progress)
 
 
 def _parse_list(text: str | None) -> list[str] | None:
@@ -63,18 +93,71 @@ def _parse_list(text: str | None) -> list[str] | None:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _parse_fractions(text: str) -> tuple[float, float, float]:
-    try:
-        parts = tuple(float(x) for x in text.split(","))
-    except ValueError as exc:
-        raise MonsearchError(
-            f"--fractions: expected three numbers like 0.5,0.25,0.25, got {text!r}"
-        ) from exc
-    if len(parts) != 3:
-        raise MonsearchError(
-            f"--fractions: expected three numbers like 0.5,0.25,0.25, got {text!r}"
+def _resolve_personas(names: list[str]) -> list[str]:
+    """Persona generator ids for ``--cross-generators`` (ids or their slugs), or BadParameter."""
+    from monsearch.corpora.splits import generator_slug
+    from monsearch.corpora.synth.personas import PERSONAS
+
+    known = [p.generator for p in PERSONAS]
+    by_slug = {generator_slug(g): g for g in known}
+    out: list[str] = []
+    for name in names:
+        try:
+            match = name if name in known else by_slug.get(generator_slug(name))
+        except MonsearchError:  # no letters or digits at all
+            match = None
+        if match is None:
+            raise click.BadParameter(
+                f"{name!r} is not one of the synthetic generators: {', '.join(known)}",
+                param_hint="'--cross-generators'",
+            )
+        if match not in out:
+            out.append(match)
+    return out
+
+
+def _smallest_size(held: list[str], start: int) -> int | None:
+    """The smallest size >= ``start`` giving every held-out generator and one other a run."""
+    from monsearch.corpora.synth.personas import PERSONAS, persona_counts
+
+    for size in range(start, start + 10_000):
+        counts = persona_counts(size, PERSONAS)
+        if all(counts[g] for g in held) and any(n for g, n in counts.items() if g not in held):
+            return size
+    return None
+
+
+def check_synth_options(size: int, held: list[str]) -> list[str]:
+    """Check ``--size`` against ``--cross-generators`` before generating; the resolved ids.
+
+    Generators share the corpus in proportion to the paper's run counts, so a
+    small ``size`` gives some of them no trajectory at all: a held-out generator
+    must get at least one, and so must one generator left for train/val/test.
+    """
+    from monsearch.corpora.synth.personas import PERSONAS, persona_counts
+
+    ids = _resolve_personas(held)
+    counts = persona_counts(size, PERSONAS)
+    if ids and all(p.generator in ids for p in PERSONAS):
+        raise click.BadParameter(
+            "every synthetic generator is held out; nothing would be left for train/val/test",
+            param_hint="'--cross-generators'",
         )
-    return parts  # type: ignore[return-value]
+    absent = [g for g in ids if not counts[g]]
+    if absent or not any(n for g, n in counts.items() if g not in ids):
+        need = _smallest_size(ids, size + 1)
+        who = (
+            f"held-out generator(s) {', '.join(absent)} would get no trajectory"
+            if absent
+            else "no trajectory would be left for train/val/test"
+        )
+        raise click.BadParameter(
+            f"{size} is too small: {who} (the generators share the corpus in proportion to "
+            f"the paper's run counts); use --size {need} or more"
+            + (", or hold out fewer generators with --cross-generators" if ids else ""),
+            param_hint="'--size'",
+        )
+    return ids
 
 
 @click.command("synth")
@@ -83,7 +166,8 @@ def _parse_fractions(text: str) -> tuple[float, float, float]:
     "out",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
-    help="Corpus folder to write (replaced atomically if it is already a corpus).",
+    help="Corpus folder to write (replaced atomically if it is already a corpus). "
+    "Checked for writability before generating; one writer at a time.",
 )
 @click.option(
     "--seed",
@@ -107,9 +191,14 @@ def _parse_fractions(text: str) -> tuple[float, float, float]:
 @click.option(
     "--fractions",
     default=None,
-    help="train,val,test fractions for the other generators [default: 0.5,0.25,0.25].",
+    callback=fractions_callback,
+    metavar="TRAIN,VAL,TEST",
+    help="train,val,test fractions for the other generators, each in [0, 1], sum 1 "
+    "[default: 0.5,0.25,0.25].",
 )
-@click.option("--name", default=None, help="Corpus name recorded in the manifest.")
+@click.option(
+    "--name", default=None, callback=name_callback, help="Corpus name recorded in the manifest."
+)
 @click.option(
     "--jobs",
     "n_jobs",
@@ -124,7 +213,7 @@ def synth(
     seed: int,
     size: int | None,
     cross_generators: str | None,
-    fractions: str | None,
+    fractions: tuple[float, float, float] | None,
     name: str | None,
     n_jobs: int,
     quiet: bool,
@@ -141,16 +230,18 @@ def synth(
     from monsearch.corpora.synth.generate import DEFAULT_FRACTIONS, DEFAULT_SIZE, synthesize_corpus
     from monsearch.corpora.synth.personas import DEFAULT_CROSS_GENERATORS
 
+    # Everything is checked before the first trajectory is generated.
     size = DEFAULT_SIZE if size is None else size
     held = _parse_list(cross_generators)
+    held_ids = check_synth_options(size, list(DEFAULT_CROSS_GENERATORS if held is None else held))
     t0 = time.perf_counter()
-    with synth_progress(quiet) as progress:
+    with writing_corpus(out), synth_progress(quiet) as progress:
         result = synthesize_corpus(
             out,
             seed=seed,
             size=size,
-            cross_generators=DEFAULT_CROSS_GENERATORS if held is None else held,
-            fractions=DEFAULT_FRACTIONS if fractions is None else _parse_fractions(fractions),
+            cross_generators=held_ids,
+            fractions=DEFAULT_FRACTIONS if fractions is None else fractions,
             name=name,
             n_jobs=n_jobs,
             progress=progress,
