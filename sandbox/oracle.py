@@ -28,7 +28,17 @@ Caps and accounting:
   :func:`oracle_feasibility` over :meth:`counts`.
 * :meth:`fresh`: admitted calls that went to the backend, i.e. were not answered
   from this session's memory or from the disk cache. Only these cost money.
-* Backend ``none``: there is no oracle; every call is refused.
+* Backend ``none``: there is no oracle; every call answers ``None`` and is counted
+  in the summary's ``no_oracle_calls`` (not as refused past the cap, not in counts).
+
+Judge failures are never the program's: whatever goes wrong behind ``oracle()``
+(the endpoint, the transport, the disk cache, a rubric file) becomes a ``None``
+answer and a recorded failure, never an exception in the program. The summary
+keeps them apart from the program's own errors: ``judge_errors`` (failed judge
+calls), ``judge_error`` (the first failure, naming the endpoint or the cache) and
+``judge_disabled`` (set when the session stopped calling the judge: a fatal error
+such as a refused key, an unusable cache, or ``max_transport_failures`` requests
+in a row without an answer; every later call answers ``None`` at once).
 
 Variants: ``"default"``, ``"strict"`` and ``"actions_only"`` select a prompt
 (see :mod:`oracle_prompt`); for the llm backend, names in ``LLMJudgeConfig.judges``
@@ -39,8 +49,11 @@ is not counted.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import random
+import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -49,12 +62,14 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.corpora.model import ORACLE, Trajectory, Verdict
-from monsearch.sandbox.oracle_cache import OracleCache
+from monsearch.sandbox.oracle_cache import CACHE_FILE, OracleCache
 from monsearch.sandbox.oracle_llm import (
     ChatJudge,
     JudgeError,
+    JudgeUnavailableError,
     LLMJudgeConfig,
     OracleConfigError,
+    probe_judge,
 )
 from monsearch.sandbox.oracle_prompt import PROMPT_VARIANTS, build_judge_prompt, prompt_hash
 from monsearch.sandbox.rubrics import check_rubric_dir, load_rubric
@@ -64,15 +79,22 @@ __all__ = [
     "PROMPT_VARIANTS",
     "LLMJudgeConfig",
     "OracleConfig",
+    "OracleCacheError",
     "OracleConfigError",
     "OracleSession",
+    "JudgeUnavailableError",
+    "check_oracle_cache",
     "oracle_feasibility",
+    "open_oracle_cache",
+    "probe_oracle",
     "replay_scores_from",
     "verdict_suspicion",
 ]
 
 BACKENDS = ("replay", "llm", "none")
 DEFAULT_VARIANT = "default"
+#: Failure records kept per session (the count of all of them is ``judge_errors``).
+MAX_ERRORS_KEPT = 20
 
 _JUDGE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -118,6 +140,46 @@ def oracle_feasibility(
         return 0.0, True
     mean = math.fsum(counts.get(i, 0) for i in ids) / len(ids)
     return mean, rho is None or mean <= rho + 1e-12
+
+
+class OracleCacheError(OracleConfigError):
+    """The oracle's answer cache cannot be opened or created; names the path and why."""
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno is not None:
+        reason = os.strerror(exc.errno).lower()
+        return f"{reason}: {exc.filename}" if exc.filename else reason
+    return str(exc) or type(exc).__name__
+
+
+def open_oracle_cache(directory: Path | str) -> OracleCache:
+    """Open (creating if needed) the answer cache in ``directory``; raise :class:`OracleCacheError`."""
+    try:
+        return OracleCache(directory)
+    except (OSError, sqlite3.Error) as exc:
+        path = Path(directory) / CACHE_FILE
+        raise OracleCacheError(f"cannot open the oracle cache {path}: {_reason(exc)}") from None
+
+
+def check_oracle_cache(directory: Path | str) -> None:
+    """Open and close the answer cache once, so a run cannot fail on it later."""
+    open_oracle_cache(directory).close()
+
+
+def probe_oracle(config: OracleConfig, *, timeout_s: float = 10.0) -> list[str]:
+    """Before scoring: check an llm oracle's cache and endpoint; return warnings.
+
+    Raises :class:`OracleCacheError` or :class:`JudgeUnavailableError` (both exit 2)
+    naming the cache path or the endpoint. Other backends, and a cap of 0 (the judge
+    is never called), need no check.
+    """
+    if config.backend != "llm" or config.per_traj_cap == 0:
+        return []
+    if config.cache_dir is not None:
+        check_oracle_cache(config.cache_dir)
+    assert config.llm is not None
+    return probe_judge(config.llm, timeout_s=timeout_s)
 
 
 @dataclass(frozen=True)
@@ -202,11 +264,14 @@ class OracleSession:
         self._prompt_tokens = 0
         self._completion_tokens = 0
         self._errors: list[dict[str, Any]] = []
+        self._first_error: str | None = None
+        self._no_oracle_calls = 0
         self._warnings: list[str] = []
         self._rubrics: dict[str, tuple[str, str]] = {}  # task -> (text, source)
         self._dead: str | None = None  # set by a fatal judge error: stop calling out
         self._judge: ChatJudge | None = None
         self._cache: OracleCache | None = None
+        self._cache_off = False  # set when writing the cache failed: do without it
 
     # -- what the program gets -------------------------------------------------
 
@@ -279,16 +344,25 @@ class OracleSession:
             "fresh": self.fresh(),
             "cost": self.cost(),
             "errors": self.errors(),
+            "judge_errors": self._failed,
+            "judge_error": self._first_error,
+            "judge_disabled": None
+            if self._dead is None
+            else f"the judge was not called again in this run after: {self._dead}",
+            "no_oracle": self.config.backend == "none",
+            "no_oracle_calls": self._no_oracle_calls,
             "warnings": list(self._warnings),
             "rubrics": {task: src for task, (_, src) in sorted(self._rubrics.items())},
         }
 
     def close(self) -> None:
         if self._judge is not None:
-            self._judge.close()
+            with contextlib.suppress(Exception):
+                self._judge.close()
             self._judge = None
         if self._cache is not None:
-            self._cache.close()
+            with contextlib.suppress(Exception):
+                self._cache.close()
             self._cache = None
 
     def __enter__(self) -> OracleSession:
@@ -306,10 +380,10 @@ class OracleSession:
                 f"unknown oracle variant {variant!r}; allowed: {', '.join(sorted(self._variants))}"
             )
         with self._lock:
-            if (
-                self.config.backend == "none"
-                or self._counts.get(traj_id, 0) >= self.config.per_traj_cap
-            ):
+            if self.config.backend == "none":
+                self._no_oracle_calls += 1
+                return None
+            if self._counts.get(traj_id, 0) >= self.config.per_traj_cap:
                 self._refused[traj_id] = self._refused.get(traj_id, 0) + 1
                 return None
             self._counts[traj_id] = self._counts.get(traj_id, 0) + 1
@@ -323,7 +397,13 @@ class OracleSession:
                 value = self.config.replay_scores.get(traj_id)
                 answer = None if value is None else float(value)
             else:
-                answer = self._ask_llm(traj_id, name)
+                try:
+                    answer = self._ask_llm(traj_id, name)
+                except MemoryError:
+                    raise  # the child's memory limit: the sandbox decides, as for the program
+                except Exception as exc:  # never the program's exception
+                    self._fail(traj_id, name, f"oracle failed: {type(exc).__name__}: {exc}")
+                    answer = None
                 if answer is None:  # a failed judge call may succeed on a later query
                     return None
             self._memo[key] = answer
@@ -341,16 +421,32 @@ class OracleSession:
         return self._rubrics[task][0]
 
     def _error(self, traj_id: str, variant: str, message: str, fatal: bool = False) -> None:
-        self._errors.append(
-            {"trajectory_id": traj_id, "variant": variant, "error": message, "fatal": fatal}
-        )
+        if self._first_error is None:
+            self._first_error = message
+        if len(self._errors) < MAX_ERRORS_KEPT:
+            self._errors.append(
+                {"trajectory_id": traj_id, "variant": variant, "error": message, "fatal": fatal}
+            )
+
+    def _fail(self, traj_id: str, variant: str, message: str, fatal: bool = False) -> None:
+        """Record one failed judge call (it answers None); ``fatal`` stops later calls."""
+        self._failed += 1
+        if fatal and self._dead is None:
+            self._dead = message
+        self._error(traj_id, variant, message, fatal)
+
+    def _open_cache(self) -> OracleCache | None:
+        """The disk cache, opened on first use; raises :class:`OracleCacheError`."""
+        if self._cache is None and self.config.cache_dir is not None:
+            self._cache = open_oracle_cache(self.config.cache_dir)
+        return self._cache
 
     def _ask_llm(self, traj_id: str, variant: str) -> float | None:
         llm = self.config.llm
         assert llm is not None and llm.model is not None
         traj = self._trajs.get(traj_id)
         if traj is None:
-            self._error(traj_id, variant, "trajectory not available to the oracle session")
+            self._fail(traj_id, variant, "trajectory not available to the oracle session")
             return None
         style, model = (
             (variant, llm.model)
@@ -359,16 +455,27 @@ class OracleSession:
         )
         prompt = build_judge_prompt(traj, self._rubric(traj.task), style)
         digest = prompt_hash(prompt)
-        if self.config.cache_dir is not None:
-            if self._cache is None:
-                self._cache = OracleCache(self.config.cache_dir)
-            hit = self._cache.get(traj_id, model, digest)
+        if self.config.cache_dir is not None and not self._cache_off:
+            try:
+                cache = self._open_cache()
+                assert cache is not None
+                hit = cache.get(traj_id, model, digest)
+            except OracleCacheError as exc:
+                # Answers that cannot be cached would be paid for again on every run:
+                # the judge is not called without its cache.
+                self._cache_off = True
+                self._fail(traj_id, variant, str(exc), fatal=True)
+                return None
+            except (sqlite3.Error, OSError, ValueError) as exc:
+                where = self.config.cache_dir
+                self._fail(traj_id, variant, f"cannot read the oracle cache in {where}: {exc}")
+                return None
             if hit is not None:
                 self._cached += 1
                 return verdict_suspicion(hit.answer.is_failure, hit.answer.stealth_score)
         if self._dead is not None:
             self._failed += 1
-            self._error(traj_id, variant, f"judge disabled after a fatal error: {self._dead}", True)
+            self._error(traj_id, variant, f"judge disabled: {self._dead}", True)
             return None
         self._fresh += 1
         if self._judge is None:
@@ -378,13 +485,10 @@ class OracleSession:
         try:
             result = self._judge.judge(prompt, model=model, rng=rng)
         except JudgeError as exc:
-            self._failed += 1
             self._http_requests += exc.http_requests
             self._prompt_tokens += exc.prompt_tokens
             self._completion_tokens += exc.completion_tokens
-            if exc.fatal:
-                self._dead = str(exc)
-            self._error(traj_id, variant, str(exc), exc.fatal)
+            self._fail(traj_id, variant, str(exc), exc.fatal)
             return None
         self._http_requests += result.http_requests
         self._http_retries += result.http_retries
@@ -393,14 +497,25 @@ class OracleSession:
         self._completion_tokens += result.completion_tokens
         answer = result.answer
         if self._cache is not None:
-            # First writer wins: a racing worker's answer is the one everybody gets.
-            answer = self._cache.put(
-                traj_id,
-                model,
-                digest,
-                answer,
-                raw=result.raw,
-                prompt_tokens=result.prompt_tokens,
-                completion_tokens=result.completion_tokens,
-            ).answer
+            try:
+                # First writer wins: a racing worker's answer is the one everybody gets.
+                answer = self._cache.put(
+                    traj_id,
+                    model,
+                    digest,
+                    answer,
+                    raw=result.raw,
+                    prompt_tokens=result.prompt_tokens,
+                    completion_tokens=result.completion_tokens,
+                ).answer
+            except (sqlite3.Error, OSError, ValueError) as exc:
+                # The answer is good; only its reuse is lost. Stop writing, and say so.
+                self._warnings.append(
+                    f"cannot write the oracle cache in {self.config.cache_dir}: {exc}; "
+                    "answers of this run are not cached"
+                )
+                with contextlib.suppress(Exception):
+                    self._cache.close()
+                self._cache = None
+                self._cache_off = True
         return verdict_suspicion(answer.is_failure, answer.stealth_score)

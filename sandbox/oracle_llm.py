@@ -11,6 +11,13 @@ One judgement = one user message (see :mod:`oracle_prompt`), temperature 0,
 * output: the reply is parsed (``json.loads``, else the first ``{...}`` that parses)
   and validated; an invalid reply gets a corrective follow-up turn, up to
   ``output_attempts`` replies in total.
+
+A dead judge costs little: connecting times out after ``connect_timeout_s``, and
+after ``max_transport_failures`` requests in a row that got no HTTP answer at all
+(refused, unreachable, timed out, hung up) a :class:`ChatJudge` gives up with a
+*fatal* error, so the oracle session stops calling it. Every error names the
+endpoint (``connection refused at http://127.0.0.1:8000/v1``).
+:func:`probe_judge` checks an endpoint with one cheap request before any work.
 """
 
 from __future__ import annotations
@@ -59,10 +66,24 @@ class JudgeError(MonsearchError):
 
 
 class JudgeHTTPError(JudgeError):
-    def __init__(self, message: str, status: int | None = None, fatal: bool = False) -> None:
+    """The endpoint refused, failed or could not be reached (``transport``: no HTTP answer)."""
+
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        fatal: bool = False,
+        *,
+        transport: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.fatal = fatal
+        self.transport = transport
+
+
+class JudgeUnavailableError(OracleConfigError):
+    """:func:`probe_judge` found the endpoint unusable before any work started (exit 2)."""
 
 
 class JudgeOutputError(JudgeError):
@@ -76,7 +97,9 @@ class LLMJudgeConfig:
     ``judges`` adds named judge models a program may select as a variant
     (``oracle(traj, "second")`` with ``judges={"second": "other/model"}``).
     Prices (USD per million tokens) are optional; without them ``cost()`` reports
-    tokens only.
+    tokens only. ``connect_timeout_s`` bounds each connection attempt (``timeout_s``
+    each whole request); ``max_transport_failures`` requests in a row without any
+    HTTP answer make the judge give up for good (a fatal error).
     """
 
     model: str | None = None
@@ -84,6 +107,8 @@ class LLMJudgeConfig:
     api_key: str | None = field(default=None, repr=False)
     judges: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 120.0
+    connect_timeout_s: float = 5.0
+    max_transport_failures: int = 3
     max_tokens: int = 4096
     json_mode: bool = True
     output_attempts: int = 3
@@ -108,10 +133,15 @@ class LLMJudgeConfig:
         api_key = self.api_key
         if api_key is None:
             api_key = next((env[k] for k in ENV_API_KEYS if env.get(k)), None)
-        if self.output_attempts < 1 or self.http_attempts < 1:
-            raise OracleConfigError("judge attempts must be at least 1")
-        if self.timeout_s <= 0 or self.backoff_base_s < 0 or self.backoff_max_s < 0:
-            raise OracleConfigError("judge timeout must be positive and backoff non-negative")
+        if self.output_attempts < 1 or self.http_attempts < 1 or self.max_transport_failures < 1:
+            raise OracleConfigError("judge attempts and max_transport_failures must be at least 1")
+        if (
+            self.timeout_s <= 0
+            or self.connect_timeout_s <= 0
+            or self.backoff_base_s < 0
+            or self.backoff_max_s < 0
+        ):
+            raise OracleConfigError("judge timeouts must be positive and backoff non-negative")
         return replace(self, model=model, base_url=base_url, api_key=api_key)
 
 
@@ -225,6 +255,46 @@ def validate_verdict(obj: Any) -> JudgeAnswer:
     )
 
 
+def describe_transport_error(exc: BaseException, where: str) -> str:
+    """A short, named reason for a request that got no HTTP answer from ``where``."""
+    text = str(exc).strip()
+    low = text.lower()
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"connection timed out at {where}"
+    if isinstance(exc, httpx.ReadTimeout):
+        return f"no reply before the read timeout at {where}"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timeout ({type(exc).__name__}) at {where}"
+    if isinstance(exc, httpx.ConnectError):
+        if "refused" in low:
+            return f"connection refused at {where}"
+        if any(
+            k in low
+            for k in ("name or service", "nodename nor servname", "name resolution", "getaddrinfo")
+        ):
+            return f"cannot resolve the host of {where} ({text})"
+        if "unreachable" in low:
+            return f"network unreachable for {where} ({text})"
+        return f"cannot connect to {where}" + (f": {text}" if text else "")
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"the server at {where} closed the connection without a valid reply" + (
+            f" ({text})" if text else ""
+        )
+    return f"{type(exc).__name__} at {where}" + (f": {text}" if text else "")
+
+
+def _timeout(config: LLMJudgeConfig, total: float | None = None) -> httpx.Timeout:
+    total = config.timeout_s if total is None else total
+    return httpx.Timeout(total, connect=min(config.connect_timeout_s, total))
+
+
+def _headers(config: LLMJudgeConfig) -> dict[str, str]:
+    headers = {"Content-Type": "application/json"}
+    if config.api_key:
+        headers["Authorization"] = f"Bearer {config.api_key}"
+    return headers
+
+
 def _retry_after(response: httpx.Response) -> float | None:
     value = response.headers.get("retry-after")
     if value is None:
@@ -247,13 +317,14 @@ class ChatJudge:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.config = config.resolved()
-        headers = {"Content-Type": "application/json"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
-        self._client = client or httpx.Client(timeout=self.config.timeout_s, headers=headers)
+        self._client = client or httpx.Client(
+            timeout=_timeout(self.config), headers=_headers(self.config)
+        )
         self._owns_client = client is None
         self._sleep = sleep
         self.url = f"{self.config.base_url}/chat/completions"
+        #: Requests in a row (across calls) that got no HTTP answer at all.
+        self.transport_failures = 0
 
     def close(self) -> None:
         if self._owns_client:
@@ -269,16 +340,28 @@ class ChatJudge:
     def _post(self, body: dict[str, Any], rng: random.Random) -> tuple[dict[str, Any], int, int]:
         """One completion with transport retries: (response JSON, requests made, retries)."""
         attempts = self.config.http_attempts
+        where = self.config.base_url
         last = "no request made"
+        only_transport = True
         for attempt in range(1, attempts + 1):
             hint: float | None = None
             try:
                 response = self._client.post(self.url, json=body)
-            except httpx.TimeoutException as exc:
-                last = f"timeout ({type(exc).__name__})"
-            except httpx.TransportError as exc:
-                last = f"connection error: {exc!s}"
+            except httpx.TransportError as exc:  # timeouts included: no HTTP answer at all
+                last = describe_transport_error(exc, where)
+                self.transport_failures += 1
+                if self.transport_failures >= self.config.max_transport_failures:
+                    error = JudgeHTTPError(
+                        f"judge unreachable: {last} ({self.transport_failures} requests in a "
+                        "row got no answer)",
+                        fatal=True,
+                        transport=True,
+                    )
+                    error.http_requests = attempt
+                    raise error from exc
             else:
+                self.transport_failures = 0
+                only_transport = False
                 status = response.status_code
                 if status == 200:
                     try:
@@ -286,11 +369,12 @@ class ChatJudge:
                     except ValueError:
                         last = "HTTP 200 with a body that is not JSON"
                 elif status in _RETRY_STATUS or status >= 500:
-                    last = f"HTTP {status}: {response.text[:200]}"
+                    last = f"HTTP {status} from {where}: {response.text[:200]}"
                     hint = _retry_after(response)
                 else:
                     error = JudgeHTTPError(
-                        f"judge endpoint refused the request: HTTP {status}: {response.text[:300]}",
+                        f"judge endpoint {where} refused the request: HTTP {status}: "
+                        f"{response.text[:300]}",
                         status=status,
                         fatal=status in (401, 403, 404),
                     )
@@ -298,7 +382,10 @@ class ChatJudge:
                     raise error
             if attempt < attempts:
                 self._sleep(self._backoff(attempt, rng, hint))
-        error = JudgeHTTPError(f"judge endpoint failed after {attempts} requests; last: {last}")
+        error = JudgeHTTPError(
+            f"judge endpoint {where} failed after {attempts} requests; last: {last}",
+            transport=only_transport,
+        )
         error.http_requests = attempts
         raise error
 
@@ -349,7 +436,8 @@ class ChatJudge:
                 continue
             return JudgeResult(answer, raw, model, attempt, requests, retries, p_tok, c_tok)
         error = JudgeOutputError(
-            f"judge {model} gave no valid verdict in {cfg.output_attempts} replies; last problem: {problem}"
+            f"judge {model} at {cfg.base_url} gave no valid verdict in {cfg.output_attempts} "
+            f"replies; last problem: {problem}"
         )
         error.http_requests, error.prompt_tokens, error.completion_tokens = requests, p_tok, c_tok
         raise error
@@ -361,3 +449,79 @@ def _reply_text(data: Any) -> str | None:
     except (KeyError, IndexError, TypeError):
         return None
     return content if isinstance(content, str) else None
+
+
+def _model_ids(data: Any) -> list[str] | None:
+    """Model ids of an OpenAI-style ``/models`` listing, or None when it is not one."""
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return None
+    ids = [i.get("id") for i in items if isinstance(i, dict)]
+    return [i for i in ids if isinstance(i, str)]
+
+
+def probe_judge(
+    config: LLMJudgeConfig,
+    *,
+    timeout_s: float = 10.0,
+    client: httpx.Client | None = None,
+) -> list[str]:
+    """Check with one cheap request that the judge endpoint answers; return warnings.
+
+    ``GET {base}/models`` (no tokens spent); where that route does not exist, a
+    one-token chat completion. Raises :class:`JudgeUnavailableError`, naming the
+    endpoint and the reason, when nothing answers, the key is refused, or the base
+    URL is wrong. A model missing from the listing is only a warning: some
+    servers list aliases or nothing at all.
+    """
+    cfg = config.resolved()
+    where = cfg.base_url
+    own = client is None
+    http = client or httpx.Client(timeout=_timeout(cfg, min(timeout_s, cfg.timeout_s)))
+    headers = _headers(cfg)
+    models = [cfg.model, *cfg.judges.values()]
+    try:
+        try:
+            response = http.get(f"{where}/models", headers=headers)
+            if response.status_code == 404:
+                body = {
+                    "model": cfg.model,
+                    "messages": [{"role": "user", "content": "Reply with OK."}],
+                    "max_tokens": 1,
+                    "temperature": 0,
+                }
+                response = http.post(f"{where}/chat/completions", json=body, headers=headers)
+        except httpx.TransportError as exc:
+            raise JudgeUnavailableError(
+                f"cannot reach the judge: {describe_transport_error(exc, where)}"
+            ) from None
+    finally:
+        if own:
+            http.close()
+    status = response.status_code
+    if status in (401, 403):
+        hint = "" if cfg.api_key else f" (no API key: set {ENV_API_KEYS[0]} or {ENV_API_KEYS[1]})"
+        raise JudgeUnavailableError(
+            f"the judge at {where} refused the API key: HTTP {status}{hint}: {response.text[:200]}"
+        )
+    if status == 404:
+        raise JudgeUnavailableError(
+            f"the judge at {where} answered HTTP 404 to {response.request.url.path}: a wrong "
+            f"base URL, or model {cfg.model!r} is unknown there: {response.text[:200]}"
+        )
+    if status >= 500 and status != 501:
+        return [f"the judge at {where} answered the probe with HTTP {status}; going on"]
+    if status != 200 or not response.request.url.path.endswith("/models"):
+        return []
+    try:
+        listed = _model_ids(response.json())
+    except ValueError:
+        return []
+    if not listed:
+        return []
+    return [
+        f"model {m!r} is not among the models listed at {where}/models "
+        f"({', '.join(listed[:8])}{', ...' if len(listed) > 8 else ''}); judge calls may fail"
+        for m in dict.fromkeys(models)
+        if m not in listed
+    ]

@@ -325,8 +325,12 @@ def _params_nodes(tree: ast.Module) -> _ParamNodes:
         for i, (key, val) in enumerate(zip(value.keys, value.values, strict=True)):
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 number = _number(val)
-                if number is not None:
+                if number is None:
+                    continue
+                try:
                     out[key.value] = (float(number), value, i)
+                except OverflowError:  # an int literal beyond float range is no tunable number
+                    continue
         return out
     return {}
 

@@ -16,10 +16,12 @@ no longer stay within ``max_error_rate``, scoring the rest would only spend CPU 
 let the status depend on how fast the machine is).
 
 Progress for the watchdog outside the child: when given a ``progress`` array
-(``[phase, index, started_ns]`` of int64 in memory shared with the worker), the
-runner writes the phase (:data:`PHASE_SETUP`, :data:`PHASE_SCORING`), the index of
-the trajectory being scored and when its call started (``time.monotonic_ns``), so
-the worker can SIGKILL a call that overran and did not stop by itself.
+(``[phase, index, started_ns, judge_ns]`` of int64 in memory shared with the
+worker), the runner writes the phase (:data:`PHASE_SETUP`, :data:`PHASE_SCORING`),
+the index of the trajectory being scored and when its call started
+(``time.monotonic_ns``), so the worker can SIGKILL a call that overran and did not
+stop by itself; and the time spent waiting on the oracle's judge, which the worker
+adds to the candidate's wall allowance.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ MAX_MESSAGE_CHARS = 500
 MAX_OUTPUT_CHARS = 4096
 _NAN = float("nan")
 
+#: Slot of the shared progress array that accumulates judge waiting time (ns).
+JUDGE_SLOT = 3
 #: Phases written to the shared progress array (slot 0).
 PHASE_IDLE = 0
 PHASE_SETUP = 1
@@ -147,11 +151,15 @@ class OracleHook:
     before each call, so the argument can never select another trajectory's answer.
     """
 
-    __slots__ = ("session", "bound")
+    __slots__ = ("session", "bound", "progress")
 
-    def __init__(self, session: Any | None) -> None:
+    def __init__(self, session: Any | None, progress: Any | None = None) -> None:
         self.session = session
         self.bound: Callable[..., Any] | None = None
+        #: Shared progress array: slot 3 accumulates the time spent waiting on the judge,
+        #: which the worker adds to the candidate's wall allowance (a slow judge is not
+        #: the program's fault).
+        self.progress = progress
 
     def bind(self, traj_id: str) -> None:
         self.bound = self.session.bind(traj_id) if self.session is not None else None
@@ -163,7 +171,12 @@ class OracleHook:
             bound = hook.bound
             if bound is None:
                 return None
-            value = bound(traj) if variant is None else bound(traj, variant)
+            started = time.monotonic_ns()
+            try:
+                value = bound(traj) if variant is None else bound(traj, variant)
+            finally:
+                if hook.progress is not None:
+                    hook.progress[JUDGE_SLOT] += time.monotonic_ns() - started
             if type(value) is float and math.isfinite(value):
                 return value
             if type(value) is int:
@@ -218,7 +231,7 @@ def run_program(
     """Compile ``source`` and score every view; see the module docstring."""
     limits = limits or SandboxLimits()
     if progress is None:
-        progress = [PHASE_IDLE, 0, 0]
+        progress = [PHASE_IDLE, 0, 0, 0]
     now_ns = time.monotonic_ns
     progress[2] = now_ns()
     progress[0] = PHASE_SETUP
@@ -242,7 +255,7 @@ def run_program(
         )
         return header, scores
 
-    hook = OracleHook(oracle_session)
+    hook = OracleHook(oracle_session, progress)
     glb = build_globals(helpers=HELPERS, print_sink=sink, extra={"oracle": hook.function()})
     try:
         score = load_program(report.code, glb)

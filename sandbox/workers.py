@@ -69,8 +69,9 @@ EXIT_INTERNAL = 70
 
 _PR_SET_PDEATHSIG = 1
 _RESULT_FD = 3
-#: int64 slots shared between a worker and its child: phase, trajectory index, start (ns).
-PROGRESS_SLOTS = 3
+#: int64 slots shared between a worker and its child: phase, trajectory index, start
+#: of the current call (ns), time spent waiting on the oracle's judge (ns).
+PROGRESS_SLOTS = 4
 #: How often the worker looks at the child's progress while it waits for the result.
 WATCH_INTERVAL_S = 0.05
 
@@ -364,6 +365,12 @@ class _OverrunWatch:
         #: ``(phase, trajectory index, seconds it had run)`` once an overrun is seen.
         self.overrun: tuple[int, int, float] | None = None
 
+    def judge_s(self) -> float:
+        """Seconds the child has waited on the oracle's judge: added to its wall allowance."""
+        from monsearch.sandbox.runner import JUDGE_SLOT
+
+        return max(0, self.progress[JUDGE_SLOT]) / 1e9
+
     def check(self) -> bool:
         """True when the child must be killed now."""
         phase = self.progress[0]
@@ -413,6 +420,8 @@ def _collect(
     total = 0
     while True:
         wait = deadline - time.monotonic()
+        if watch is not None:
+            wait += watch.judge_s()
         if wait <= 0:
             return b"".join(chunks), True, False
         if watch is not None:

@@ -20,6 +20,10 @@ request consumes the next action (then the default ``ok``):
 ``garbage``       HTTP 200 whose body is not JSON
 ``status:N``      HTTP N with an error body (``status:429:1`` adds ``Retry-After: 1``)
 ``delay:S``       sleep S seconds, then a valid verdict
+``hangup``        close the connection without any reply (a transport failure)
+
+``GET /v1/models`` lists ``models`` (checking the API key like the chat route);
+``models=None`` removes the route (HTTP 404), as some servers do.
 """
 
 from __future__ import annotations
@@ -91,15 +95,21 @@ class _Handler(BaseHTTPRequestHandler):
         body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
         self._send(status, json.dumps(body).encode(), headers)
 
+    def _authorised(self) -> bool:
+        key = self.server.stub.api_key
+        if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
+            self._error(401, "Incorrect API key provided", "invalid_request_error")
+            return False
+        return True
+
     def do_GET(self) -> None:
-        self.server.stub._record(self, None)
-        if self.path == "/v1/models":
-            self._send(
-                200,
-                json.dumps(
-                    {"object": "list", "data": [{"id": "stub-judge", "object": "model"}]}
-                ).encode(),
-            )
+        stub = self.server.stub
+        stub._record(self, None)
+        if self.path == "/v1/models" and stub.models is not None:
+            if not self._authorised():
+                return
+            data = [{"id": m, "object": "model"} for m in stub.models]
+            self._send(200, json.dumps({"object": "list", "data": data}).encode())
         else:
             self._error(404, "not found", "invalid_request_error")
 
@@ -114,11 +124,8 @@ class _Handler(BaseHTTPRequestHandler):
         stub._record(self, body)
         if self.path != "/v1/chat/completions":
             return self._error(404, f"no route {self.path}", "invalid_request_error")
-        if (
-            stub.api_key is not None
-            and self.headers.get("Authorization") != f"Bearer {stub.api_key}"
-        ):
-            return self._error(401, "Incorrect API key provided", "invalid_request_error")
+        if not self._authorised():
+            return None
         if (
             not isinstance(body, dict)
             or not isinstance(body.get("messages"), list)
@@ -133,6 +140,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(int(code), f"scripted HTTP {code}", "server_error", extra)
         if kind == "garbage":
             return self._send(200, b"<html>upstream proxy error</html>")
+        if kind == "hangup":
+            self.close_connection = True
+            return None
         if kind == "delay":
             time.sleep(float(arg))
         first_user = next(
@@ -187,10 +197,15 @@ class StubJudgeServer:
     """Start with ``with StubJudgeServer() as stub:``; point clients at ``stub.base_url``."""
 
     def __init__(
-        self, *, keywords: tuple[str, ...] = DEFAULT_KEYWORDS, api_key: str | None = None
+        self,
+        *,
+        keywords: tuple[str, ...] = DEFAULT_KEYWORDS,
+        api_key: str | None = None,
+        models: tuple[str, ...] | None = ("stub-judge",),
     ) -> None:
         self.keywords = keywords
         self.api_key = api_key
+        self.models = models
         self.requests: list[RecordedRequest] = []
         self._actions: deque[str] = deque()
         self._lock = threading.Lock()

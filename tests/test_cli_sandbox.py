@@ -24,8 +24,9 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(*args: str) -> tuple[int, str]:
+    """Exit code and stdout (start-up stages go to stderr, never into the result)."""
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.output
+    return result.exit_code, result.stdout
 
 
 @pytest.mark.parametrize("budget", [0.01, 0.05, 0.1, 0.3])

@@ -11,9 +11,11 @@ from monsearch.sandbox.oracle_llm import (
     ChatJudge,
     JudgeHTTPError,
     JudgeOutputError,
+    JudgeUnavailableError,
     LLMJudgeConfig,
     OracleConfigError,
     parse_json_object,
+    probe_judge,
     validate_verdict,
 )
 
@@ -150,12 +152,23 @@ def test_bad_api_key_is_fatal_and_not_retried():
         assert ok.judge(PASS_PROMPT).answer.is_failure is False
 
 
-def test_connection_refused_is_retried_then_reported():
+def test_connection_refused_is_retried_then_reported_naming_the_endpoint():
     with StubJudgeServer() as stub:
         url = stub.base_url
-    cfg = LLMJudgeConfig(model="m", base_url=url, api_key="", backoff_base_s=0.0, http_attempts=3)
-    with pytest.raises(JudgeHTTPError, match="connection error"):
-        ChatJudge(cfg, sleep=lambda s: None).judge(PASS_PROMPT)
+    cfg = LLMJudgeConfig(model="m", base_url=url, api_key="", backoff_base_s=0.0, http_attempts=2)
+    judge = ChatJudge(cfg, sleep=lambda s: None)
+    with pytest.raises(JudgeHTTPError) as err:
+        judge.judge(PASS_PROMPT)
+    assert f"connection refused at {url}" in str(err.value) and "after 2 requests" in str(err.value)
+    assert err.value.transport and not err.value.fatal and err.value.http_requests == 2
+    # The third request in a row without an answer (default max_transport_failures=3)
+    # gives up for good: the session stops calling a dead judge.
+    with pytest.raises(JudgeHTTPError) as err:
+        judge.judge(PASS_PROMPT)
+    assert err.value.fatal and err.value.http_requests == 1
+    assert "3 requests in a row" in str(err.value) and f"connection refused at {url}" in str(
+        err.value
+    )
 
 
 def test_json_mode_can_be_switched_off(stub):
@@ -236,3 +249,92 @@ def test_validate_verdict_fields_and_ranges():
     ]:
         with pytest.raises(ValueError, match=msg):
             validate_verdict(bad)
+
+
+def test_a_transport_failure_then_an_answer_resets_the_count(stub):
+    judge, sleeps = _judge(stub, max_transport_failures=2)
+    stub.script("hangup", "ok", "hangup", "ok")
+    assert judge.judge(PASS_PROMPT).http_retries == 1
+    assert judge.transport_failures == 0
+    # Two hang-ups in a row would be fatal; separated by an answer they are not.
+    assert judge.judge(PASS_PROMPT).http_retries == 1
+    stub.script("hangup", "hangup", "ok")
+    with pytest.raises(JudgeHTTPError, match="2 requests in a row") as err:
+        judge.judge(PASS_PROMPT)
+    assert err.value.fatal and err.value.transport
+    assert f"the server at {stub.base_url} closed the connection" in str(err.value)
+
+
+def test_http_errors_name_the_endpoint(stub):
+    judge, _ = _judge(stub, http_attempts=2)
+    stub.script("status:503", "status:503")
+    with pytest.raises(JudgeHTTPError, match=f"judge endpoint {stub.base_url} failed") as err:
+        judge.judge(PASS_PROMPT)
+    assert not err.value.transport  # the endpoint answered: not a dead judge
+    stub.script("status:400")
+    with pytest.raises(JudgeHTTPError, match=f"{stub.base_url} refused the request: HTTP 400"):
+        judge.judge(PASS_PROMPT)
+    stub.script("malformed", "malformed", "malformed")
+    with pytest.raises(JudgeOutputError, match=f"stub-judge at {stub.base_url} gave no valid"):
+        judge.judge(PASS_PROMPT)
+
+
+def test_connect_timeout_is_short_and_separate_from_the_request_timeout(stub):
+    judge, _ = _judge(stub, timeout_s=90.0, connect_timeout_s=2.5)
+    timeout = judge._client.timeout
+    assert (timeout.connect, timeout.read) == (2.5, 90.0)
+    with pytest.raises(OracleConfigError, match="timeouts must be positive"):
+        LLMJudgeConfig(model="m", connect_timeout_s=0).resolved({})
+    with pytest.raises(OracleConfigError, match="max_transport_failures"):
+        LLMJudgeConfig(model="m", max_transport_failures=0).resolved({})
+
+
+# -- probing an endpoint before any work ------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_probe_accepts_a_live_endpoint_without_spending_a_completion(stub):
+    cfg = LLMJudgeConfig(model="stub-judge", base_url=stub.base_url, api_key="k")
+    assert probe_judge(cfg) == []
+    assert [r.path for r in stub.requests] == ["/v1/models"] and stub.chat_count == 0
+    assert stub.requests[0].headers["authorization"] == "Bearer k"
+
+
+def test_probe_warns_about_a_model_the_endpoint_does_not_list(stub):
+    cfg = LLMJudgeConfig(
+        model="other", base_url=stub.base_url, api_key="k", judges={"second": "stub-judge"}
+    )
+    (warning,) = probe_judge(cfg)
+    assert "'other' is not among the models listed" in warning and "stub-judge" in warning
+
+
+def test_probe_names_a_dead_endpoint():
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    with pytest.raises(JudgeUnavailableError, match=f"connection refused at {url}$") as err:
+        probe_judge(LLMJudgeConfig(model="m", base_url=url, api_key="k"))
+    assert err.value.exit_code == 2
+
+
+def test_probe_refuses_a_wrong_key_and_a_wrong_base_url():
+    with StubJudgeServer(api_key="right") as stub:
+        cfg = LLMJudgeConfig(model="stub-judge", base_url=stub.base_url, api_key="wrong")
+        with pytest.raises(JudgeUnavailableError, match="refused the API key: HTTP 401"):
+            probe_judge(cfg)
+        wrong = LLMJudgeConfig(model="stub-judge", base_url=stub.base_url + "/x", api_key="right")
+        with pytest.raises(JudgeUnavailableError, match="HTTP 404 .* wrong base URL"):
+            probe_judge(wrong)
+
+
+def test_probe_falls_back_to_a_one_token_completion_without_a_models_route():
+    with StubJudgeServer(models=None) as stub:
+        cfg = LLMJudgeConfig(model="stub-judge", base_url=stub.base_url, api_key="k")
+        assert probe_judge(cfg) == []
+        (chat,) = stub.chat_requests
+        assert chat.body["max_tokens"] == 1 and chat.body["model"] == "stub-judge"

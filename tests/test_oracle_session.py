@@ -95,7 +95,7 @@ def test_argument_cannot_select_another_trajectory():
     assert session.counts() == {"b": 3}
 
 
-def test_cap_zero_and_backend_none_refuse_everything():
+def test_cap_zero_refuses_and_backend_none_is_no_oracle():
     scores = {"a": 0.7}
     zero = OracleSession(OracleConfig(backend="replay", per_traj_cap=0, replay_scores=scores))
     assert zero.bind("a")(None) is None
@@ -103,7 +103,12 @@ def test_cap_zero_and_backend_none_refuse_everything():
     assert [none.bind("a")(None) for _ in range(2)] == [None, None]
     for s in (zero, none):
         assert s.counts() == {"a": 0} and s.fresh() == 0
-    assert zero.refused() == {"a": 1} and none.refused() == {"a": 2}
+    assert zero.refused() == {"a": 1} and zero.summary()["no_oracle"] is False
+    # No oracle is not a cap: nothing is "refused past the cap", the calls are counted apart.
+    assert none.refused() == {}
+    summary = none.summary()
+    assert summary["no_oracle"] is True and summary["no_oracle_calls"] == 2
+    assert summary["judge_errors"] == 0 and summary["judge_error"] is None
 
 
 def test_variants_are_validated_and_share_the_cap():
@@ -242,9 +247,8 @@ def stub():
 def _llm_config(stub, tmp_path, **kw) -> OracleConfig:
     judge_kw = {"backoff_base_s": 0.01, "backoff_max_s": 0.02, **kw.pop("judge", {})}
     llm = LLMJudgeConfig(model="stub-judge", base_url=stub.base_url, api_key="k", **judge_kw)
-    return OracleConfig(
-        backend="llm", per_traj_cap=kw.pop("cap", 2), cache_dir=tmp_path / "cache", llm=llm, **kw
-    )
+    kw.setdefault("cache_dir", tmp_path / "cache")
+    return OracleConfig(backend="llm", per_traj_cap=kw.pop("cap", 2), llm=llm, **kw)
 
 
 def test_llm_session_answers_counts_and_second_session_is_free(stub, tmp_path):
@@ -395,3 +399,158 @@ def test_cache_is_safe_for_several_processes(tmp_path):
         again = cache.put("shared-0", "judge", "h", JudgeAnswer(False, 1.0, 1.0, "d", "late"))
         assert again.answer.reason == winner
         assert cache._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+# -- judge failures stay the judge's: None to the program, recorded apart ----------
+
+
+def test_cache_under_a_file_answers_none_and_is_recorded_not_raised(stub, tmp_path):
+    corpus = _corpus()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    llm = LLMJudgeConfig(model="stub-judge", base_url=stub.base_url, api_key="k")
+    cfg = OracleConfig(backend="llm", per_traj_cap=2, llm=llm, cache_dir=blocker / "cache")
+    session = OracleSession(cfg, corpus)
+    assert [session.bind(t)(None) for t in ("a", "b", "c")] == [None, None, None]
+    summary = session.summary()
+    assert summary["judge_errors"] == 3 and session.counts() == {"a": 1, "b": 1, "c": 1}
+    assert summary["judge_error"].startswith(f"cannot open the oracle cache {blocker / 'cache'}")
+    assert "not a directory" in summary["judge_error"]
+    assert "not called again" in summary["judge_disabled"]
+    assert stub.chat_count == 0  # answers that cannot be cached are not bought
+
+
+def test_dead_judge_costs_a_bounded_number_of_requests(stub, tmp_path):
+    corpus = _corpus()
+    stub.script(*["hangup"] * 20)
+    cfg = _llm_config(
+        stub,
+        tmp_path,
+        cap=1,
+        judge={"http_attempts": 2, "max_transport_failures": 3, "backoff_base_s": 0.0},
+    )
+    session = OracleSession(cfg, corpus)
+    answers = [session.bind(t)(None) for t in ("a", "b", "c")]
+    assert answers == [None, None, None]
+    # a: two requests (not fatal yet); b: the third in a row gives up; c: never sent.
+    assert stub.chat_count == 3
+    summary = session.summary()
+    assert summary["judge_errors"] == 3 and summary["fresh"] == 2
+    assert f"the server at {stub.base_url} closed the connection" in summary["judge_error"]
+    assert "3 requests in a row" in summary["judge_disabled"]
+    assert [e["fatal"] for e in summary["errors"]] == [False, True, True]
+
+
+def test_an_unexpected_backend_error_is_not_the_programs(stub, tmp_path, monkeypatch):
+    import monsearch.sandbox.oracle as oracle_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("rubric store exploded")
+
+    monkeypatch.setattr(oracle_module, "load_rubric", broken)
+    session = OracleSession(_llm_config(stub, tmp_path), _corpus())
+    assert session.bind("a")(None) is None
+    summary = session.summary()
+    assert summary["judge_errors"] == 1
+    assert summary["judge_error"] == "oracle failed: RuntimeError: rubric store exploded"
+    assert summary["judge_disabled"] is None and stub.chat_count == 0
+
+
+def test_failure_records_are_capped_but_all_counted(stub, tmp_path):
+    from monsearch.sandbox.oracle import MAX_ERRORS_KEPT
+
+    corpus = {f"t{i}": make_traj(f"t{i}", [SAFE]) for i in range(MAX_ERRORS_KEPT + 5)}
+    stub.script(*["status:400"] * len(corpus))
+    session = OracleSession(_llm_config(stub, tmp_path, cap=1), corpus)
+    assert all(session.bind(t)(None) is None for t in corpus)
+    summary = session.summary()
+    assert summary["judge_errors"] == len(corpus) and len(summary["errors"]) == MAX_ERRORS_KEPT
+    assert f"{stub.base_url} refused the request: HTTP 400" in summary["judge_error"]
+
+
+def test_a_program_never_sees_a_judge_failure_as_an_exception(tmp_path):
+    """Through the real runner: a dead cache and a dead endpoint are not the program's errors."""
+    from monsearch.sandbox.runner import run_program
+    from monsearch.sandbox.view import build_view
+
+    corpus = _corpus()
+    views = [build_view(t) for t in corpus.values()]
+    ids = list(corpus)
+    src = "def score(traj):\n    v = oracle(traj)\n    return -1.0 if v is None else v\n"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with StubJudgeServer() as stub:
+        dead_url = stub.base_url
+    for cache_dir, url in ((blocker / "cache", "http://127.0.0.1:9/v1"), (None, dead_url)):
+        llm = LLMJudgeConfig(model="m", base_url=url, api_key="k", backoff_base_s=0.0)
+        cfg = OracleConfig(backend="llm", per_traj_cap=1, llm=llm, cache_dir=cache_dir)
+        header, scores = run_program(views, ids, src, oracle_session=OracleSession(cfg, corpus))
+        assert header["status"] == "done" and header["n_errors"] == 0 and header["errors"] == []
+        assert list(scores) == [-1.0] * len(ids)
+        assert header["oracle"]["judge_errors"] == len(ids)
+        named = str(blocker / "cache") if cache_dir is not None else f"connection refused at {url}"
+        assert named in header["oracle"]["judge_error"]
+
+
+def test_replay_and_answering_sessions_report_no_judge_errors(stub, tmp_path):
+    replay = OracleSession(OracleConfig(backend="replay", per_traj_cap=1, replay_scores={}))
+    replay.bind("a")(None)
+    session = OracleSession(_llm_config(stub, tmp_path), _corpus())
+    session.bind("a")(None)
+    for s in (replay, session):
+        summary = s.summary()
+        assert summary["judge_errors"] == 0 and summary["judge_error"] is None
+        assert summary["judge_disabled"] is None and summary["no_oracle"] is False
+
+
+def test_check_and_probe_before_a_run(stub, tmp_path):
+    from monsearch.sandbox.oracle import (
+        JudgeUnavailableError,
+        OracleCacheError,
+        check_oracle_cache,
+        probe_oracle,
+    )
+
+    check_oracle_cache(tmp_path / "new" / "cache")
+    assert (tmp_path / "new" / "cache" / "oracle-cache.sqlite3").is_file()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(OracleCacheError, match=f"{blocker / 'c'}.*not a directory") as err:
+        check_oracle_cache(blocker / "c")
+    assert err.value.exit_code == 2
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "oracle-cache.sqlite3").write_text("this is not a database " * 100)
+    with pytest.raises(OracleCacheError, match="not a database"):
+        check_oracle_cache(junk)
+    cfg = _llm_config(stub, tmp_path)
+    assert probe_oracle(cfg) == [] and stub.chat_count == 0
+    with pytest.raises(OracleCacheError):
+        probe_oracle(_llm_config(stub, tmp_path, cache_dir=blocker / "c"))
+    dead = OracleConfig(
+        backend="llm", llm=LLMJudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="")
+    )
+    with pytest.raises(JudgeUnavailableError, match="connection refused at http://127.0.0.1:9/v1"):
+        probe_oracle(dead)
+    # Nothing to check when the judge can never be called.
+    assert probe_oracle(OracleConfig(backend="none")) == []
+    assert probe_oracle(OracleConfig(backend="llm", per_traj_cap=0, llm=dead.llm)) == []
+
+
+def test_time_spent_waiting_on_a_slow_judge_is_not_charged_to_the_program(stub, tmp_path):
+    # Four calls of 0.6 s each: 2.4 s of judge time against a 1.5 s wall limit. The
+    # program itself takes microseconds, so it must not be the one to time out.
+    from sandbox_support import make_trajectories
+
+    from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
+
+    trajs = make_trajectories(4)
+    stub.script(*["delay:0.6"] * len(trajs))
+    limits = SandboxLimits(wall_s=1.5, cpu_s=5, per_traj_ms=None)
+    config = _llm_config(stub, tmp_path, cap=1)
+    source = "def score(t):\n    v = oracle(t)\n    return 0.0 if v is None else v\n"
+    with SandboxPool(trajs, workers=1, limits=limits, oracle=config) as pool:
+        result = pool.evaluate(source)
+    assert result.ok, (result.status, result.message)
+    assert result.oracle["fresh"] == len(trajs) and stub.chat_count == len(trajs)
+    assert result.wall_s > limits.wall_s  # it really ran past the bare wall limit

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 import click
 import numpy as np
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from monsearch.commands.consoles import stderr_console, stdout_console
@@ -34,16 +37,16 @@ def _read_program(path: Path | None) -> tuple[str, str]:
         raise MonsearchError(f"{path}: cannot read the program: {exc}") from exc
 
 
-def _load_split(corpus_dir: Path | None, split: str, quiet: bool) -> tuple[Any, list[Any]]:
+def _load_split(corpus_dir: Path | None, split: str, startup: StartUp) -> tuple[Any, list[Any]]:
     from monsearch.commands.synth import resolve_corpus
     from monsearch.corpora.store import load_corpus
 
-    if split == "test" or split.startswith("xgen-"):
-        raise MonsearchError(
-            f"split {split!r} is sealed: it is evaluated once by the sealed-test step, "
-            "not by ad-hoc runs (use train or val)"
-        )
-    corp = load_corpus(resolve_corpus(corpus_dir, quiet=quiet), [split])
+    _check_split(split)
+    # Builds the default corpus on first use, with its own progress display.
+    startup.stop()
+    path = resolve_corpus(corpus_dir)
+    startup.stage(f"loading corpus {path} (split {split})...")
+    corp = load_corpus(path, [split])
     return corp, corp.split(split)
 
 
@@ -96,11 +99,103 @@ def sandbox() -> None:
     """Run monitor programs in the sandbox, check them, see what they see."""
 
 
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, e.g. under ``taskset``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+class StartUp:
+    """Start-up stages on stderr: a live line with counts on a terminal, a line per stage
+    in a log. Never on stdout, which holds only the result."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.live = console.is_terminal
+        self._status: Any = None
+        self._seen: set[str] = set()
+        self._text = ""
+
+    def stage(self, text: str) -> None:
+        self._text = text
+        self._show(text)
+
+    def _show(self, text: str) -> None:
+        if not self.live:
+            click.echo(text, err=True)
+        elif self._status is None:
+            self._status = self.console.status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        """``SandboxPool``'s start-up callback: ``building views``, ``starting workers``."""
+        if self.live:
+            # A finished sub-stage gives the line back to the stage it belongs to.
+            self._show(f"{stage} {done}/{total}" if done < total else self._text)
+        elif stage not in self._seen:
+            self._seen.add(stage)
+            if stage == "building views":
+                click.echo(
+                    f"building views of {total} trajectories (once; cached for later runs)",
+                    err=True,
+                )
+            elif stage != "starting workers":  # announced by the caller already
+                click.echo(f"{stage} ({total})", err=True)
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def _refuse_program(origin: str, checked: Any, as_json: bool) -> None:
+    """Report a program that fails ``sandbox check`` (nothing was scored) and exit 1."""
+    errors = [
+        {"kind": "compile", "line": e.line, "column": e.col, "message": e.message}
+        for e in checked.errors
+    ]
+    message = "the program does not pass sandbox check; nothing was scored"
+    if as_json:
+        report = {
+            "program": origin,
+            "corpus": None,
+            "status": "error",
+            "message": f"{message}: {checked.message}",
+            "n_trajectories": 0,
+            "n_errors": 0,
+            "errors": errors,
+            "judge_errors": 0,
+            "judge_error": None,
+        }
+        click.echo(json.dumps(report, indent=2))
+    else:
+        for e in errors:
+            where = f"{e['line']}:{e['column'] or 1}" if e["line"] is not None else "-"
+            click.echo(f"{origin}:{where}: {e['message']}")
+        click.echo(f"status error: {message}")
+    raise SystemExit(1)
+
+
 @sandbox.command("run")
 @click.argument("program", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @corpus_option()
 @click.option("--split", default="val", show_default=True, help="Split to score (train or val).")
-@click.option("--workers", type=click.IntRange(min=1), help="Worker processes [default: cores].")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes. One program runs in one worker (a fresh child of it), so more "
+    "workers only cost start-up here; the search uses them to score candidates in parallel.",
+)
 @click.option(
     "--wall-s", type=float, default=60.0, show_default=True, help="Wall-clock limit per candidate."
 )
@@ -121,7 +216,7 @@ def sandbox() -> None:
     default="replay",
     show_default=True,
     help="What oracle(traj) answers: the corpus's stored oracle verdicts (replay), a live "
-    "OpenAI-compatible judge (llm), or nothing.",
+    "OpenAI-compatible judge (llm), or nothing (none: always None).",
 )
 @click.option(
     "--judge-model",
@@ -132,7 +227,8 @@ def sandbox() -> None:
     "--judge-base-url",
     envvar="MONSEARCH_JUDGE_BASE_URL",
     help="llm oracle: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 "
-    "[env MONSEARCH_JUDGE_BASE_URL]. The key comes from MONSEARCH_JUDGE_API_KEY or OPENAI_API_KEY.",
+    "[env MONSEARCH_JUDGE_BASE_URL]. The key comes from MONSEARCH_JUDGE_API_KEY or OPENAI_API_KEY. "
+    "The endpoint is probed before any work; an unreachable one is an error (exit 2).",
 )
 @click.option(
     "--oracle-cache",
@@ -159,14 +255,14 @@ def sandbox() -> None:
 @click.option(
     "--scores-out",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Write per-trajectory scores as JSON lines {id, score}.",
+    help="Write per-trajectory scores as JSON lines {id, score} (missing folders are created).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 def run_cmd(
     program: Path | None,
     corpus_dir: Path | None,
     split: str,
-    workers: int | None,
+    workers: int,
     wall_s: float,
     cpu_s: float,
     memory_mb: int,
@@ -181,40 +277,132 @@ def run_cmd(
 ) -> None:
     """Score every trajectory of a split with PROGRAM (default: the seed monitor).
 
-    The program runs in RestrictedPython inside a fresh process per candidate,
-    under CPU, memory and wall-clock limits, over read-only trajectory views.
-    Exit code 0 when the candidate's status is ok, 1 otherwise.
+    The program is checked first (as `sandbox check` does); then it runs in
+    RestrictedPython inside a fresh process per candidate, under CPU, memory and
+    wall-clock limits, over read-only trajectory views. Start-up stages go to
+    stderr; stdout holds only the result. Exit code 0 when the candidate's status
+    is ok, 1 otherwise (a program that fails the check included), 2 for bad
+    options, an unwritable output, or an llm judge that cannot be reached.
     """
+    from monsearch.commands.paths import ensure_writable_dir, ensure_writable_file
+    from monsearch.sandbox.check import check_program
+
+    # Everything that can be refused is refused before any work.
+    _check_split(split)
+    if scores_out is not None:
+        ensure_writable_file(scores_out, "scores file")
+    if oracle_backend == "llm" and per_traj_cap > 0:
+        ensure_writable_dir(oracle_cache, "oracle cache folder")
+    cores = available_cores()
+    if workers is not None and workers > cores:
+        _warn(
+            f"--workers {workers} is more than the {cores} core(s) this process may use; "
+            "the workers compete for CPU, so scoring is slower and programs may hit their "
+            "time limits"
+        )
+    n_workers = workers
+    source, origin = _read_program(program)
+    checked = check_program(source)
+    if not checked.ok:
+        _refuse_program(origin, checked, as_json)
+
     from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
-    from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
+    from monsearch.sandbox.oracle import OracleConfig, probe_oracle, replay_scores_from
     from monsearch.sandbox.oracle_llm import LLMJudgeConfig
 
-    source, origin = _read_program(program)
-    corp, trajs = _load_split(corpus_dir, split, quiet=as_json)
-    # A live judge call may take seconds: the per-trajectory budget would cut it off.
-    per_traj_ms: float | None = 500.0
-    if oracle_backend == "replay":
-        oracle = OracleConfig(
-            backend="replay", per_traj_cap=per_traj_cap, replay_scores=replay_scores_from(trajs)
+    startup = StartUp(stderr_console())
+    try:
+        llm_oracle: OracleConfig | None = None
+        if oracle_backend == "llm":
+            judge = LLMJudgeConfig(model=judge_model, base_url=judge_base_url).resolved()
+            llm_oracle = OracleConfig(
+                backend="llm",
+                per_traj_cap=per_traj_cap,
+                llm=judge,
+                cache_dir=oracle_cache,
+                rubric_dir=rubric_dir,
+            )
+            if per_traj_cap > 0:
+                startup.stage(f"checking the judge at {judge.base_url}")
+                for warning in probe_oracle(llm_oracle):
+                    _warn(warning)
+        corp, trajs = _load_split(corpus_dir, split, startup)
+        # A live judge call may take seconds: the per-trajectory budget would cut it off.
+        per_traj_ms: float | None = 500.0
+        if llm_oracle is not None:
+            oracle = llm_oracle
+            per_traj_ms = None
+        elif oracle_backend == "replay":
+            oracle = OracleConfig(
+                backend="replay",
+                per_traj_cap=per_traj_cap,
+                replay_scores=replay_scores_from(trajs),
+            )
+        else:
+            oracle = OracleConfig(backend="none", per_traj_cap=per_traj_cap)
+        limits = SandboxLimits(
+            wall_s=wall_s, cpu_s=cpu_s, memory_mb=memory_mb, per_traj_ms=per_traj_ms
         )
-    elif oracle_backend == "llm":
-        judge = LLMJudgeConfig(model=judge_model, base_url=judge_base_url).resolved()
-        oracle = OracleConfig(
-            backend="llm",
-            per_traj_cap=per_traj_cap,
-            llm=judge,
-            cache_dir=oracle_cache,
-            rubric_dir=rubric_dir,
+        plural = "worker" if n_workers == 1 else "workers"
+        startup.stage(f"starting {n_workers} {plural} over {len(trajs)} trajectories")
+        pool = SandboxPool(
+            trajs,
+            workers=n_workers,
+            limits=limits,
+            oracle=oracle,
+            identity=_split_identity(corp, split),
+            progress=startup.progress,
         )
-        per_traj_ms = None
+        with pool:
+            startup.stage(f"scoring {len(trajs)} trajectories")
+            result = pool.evaluate(source)
+    finally:
+        startup.stop()
+    report = _run_report(origin, corp, split, trajs, result)
+    if result.ok and result.scores is not None and scores_out is not None:
+        _write_scores(scores_out, trajs, np.asarray(result.scores, dtype=float))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, default=str))
     else:
-        oracle = OracleConfig(backend="none", per_traj_cap=per_traj_cap)
-    limits = SandboxLimits(wall_s=wall_s, cpu_s=cpu_s, memory_mb=memory_mb, per_traj_ms=per_traj_ms)
-    console = stderr_console(quiet=as_json)
-    with console.status(f"starting workers over {len(trajs)} {split} trajectories"):
-        pool = SandboxPool(trajs, workers=workers, limits=limits, oracle=oracle)
-    with pool, console.status("scoring"):
-        result = pool.evaluate(source)
+        _print_run(report)
+    if not result.ok:
+        raise SystemExit(1)
+
+
+def _check_split(split: str) -> None:
+    if split == "test" or split.startswith("xgen-"):
+        raise MonsearchError(
+            f"split {split!r} is sealed: it is evaluated once by the sealed-test step, "
+            "not by ad-hoc runs (use train or val)"
+        )
+
+
+def _split_identity(corp: Any, split: str) -> str | None:
+    """What the views cache knows the split by: the corpus and the split part's own hash."""
+    part = corp.manifest.parts.get(split)
+    if part is None:
+        return None
+    return f"corpus {corp.content_hash} split {split} part {part.sha256}"
+
+
+def _write_scores(path: Path, trajs: list[Any], scores: np.ndarray) -> None:
+    from monsearch.commands.paths import UnwritablePathError
+
+    lines = (
+        json.dumps({"id": t.id, "score": float(s)}) for t, s in zip(trajs, scores, strict=True)
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    except OSError as exc:
+        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+        raise UnwritablePathError("scores file", path, reason) from None
+
+
+def _run_report(
+    origin: str, corp: Any, split: str, trajs: list[Any], result: Any
+) -> dict[str, Any]:
+    oracle = result.oracle or {}
     report: dict[str, Any] = {
         "program": origin,
         "corpus": {"name": corp.name, "content_hash": corp.content_hash, "split": split},
@@ -223,9 +411,13 @@ def run_cmd(
         "n_trajectories": len(trajs),
         "n_errors": result.n_errors,
         "errors": result.errors,
+        # The judge's failures, kept apart from the program's own errors above.
+        "judge_errors": int(oracle.get("judge_errors") or 0),
+        "judge_error": oracle.get("judge_error"),
+        "judge_disabled": oracle.get("judge_disabled"),
         "wall_s": result.wall_s,
         "cpu_s": result.cpu_s,
-        "oracle": result.oracle,
+        "oracle": oracle,
     }
     if result.ok and result.scores is not None:
         scores = np.asarray(result.scores, dtype=float)
@@ -237,39 +429,40 @@ def run_cmd(
             "distinct": int(np.unique(scores).size),
         }
         report["quality"] = _quality(trajs, scores)
-        if scores_out is not None:
-            lines = (
-                json.dumps({"id": t.id, "score": float(s)})
-                for t, s in zip(trajs, scores, strict=True)
-            )
-            scores_out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    if as_json:
-        click.echo(json.dumps(report, indent=2, default=str))
-    else:
-        _print_run(report)
-    if not result.ok:
-        raise SystemExit(1)
+    return report
 
 
 def _print_run(report: dict[str, Any]) -> None:
     out = stdout_console()
     corp = report["corpus"]
     out.print(
-        f"[bold]{report['program']}[/] on {corp['name']} ({corp['content_hash'][:12]}) "
-        f"split {corp['split']}: {report['n_trajectories']} trajectories"
+        f"[bold]{escape(report['program'])}[/] on {escape(corp['name'])} "
+        f"({corp['content_hash'][:12]}) split {corp['split']}: "
+        f"{report['n_trajectories']} trajectories"
     )
     colour = "green" if report["status"] == "ok" else "red"
-    out.print(f"status [{colour}]{report['status']}[/]  {report['message'] or ''}")
+    out.print(f"status [{colour}]{report['status']}[/]  {escape(report['message'] or '')}")
     out.print(
         f"wall {report['wall_s']:.3f} s, cpu {report['cpu_s']:.3f} s, "
-        f"per-trajectory errors {report['n_errors']}"
+        f"program errors {report['n_errors']}"
     )
     for err in report["errors"][:5]:
         out.print(
-            f"  error on {err.get('trajectory_id')} line {err.get('line')}: {err.get('message')}"
+            f"  error on {err.get('trajectory_id')} line {err.get('line')}: "
+            f"{escape(str(err.get('message')))}",
         )
     oracle = report.get("oracle") or {}
-    if oracle:
+    if report["judge_errors"]:
+        out.print(
+            f"[red]judge failures {report['judge_errors']}[/] (the judge's, not the "
+            f"program's); first: {escape(str(report['judge_error']))}"
+        )
+        if report.get("judge_disabled"):
+            out.print(f"  {escape(str(report['judge_disabled']))}")
+    if oracle.get("backend") == "none" or oracle.get("no_oracle"):
+        asked = int(oracle.get("no_oracle_calls") or 0)
+        out.print(f"oracle: none (no oracle; oracle(traj) answered None to {asked} call(s))")
+    elif oracle:
         calls = sum((oracle.get("counts") or {}).values())
         refused = sum((oracle.get("refused") or {}).values())
         out.print(
@@ -302,15 +495,17 @@ def _print_run(report: dict[str, Any]) -> None:
 @click.argument("program", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 def check_cmd(program: Path, as_json: bool) -> None:
-    """Compile PROGRAM under the sandbox rules without running it.
+    """Check PROGRAM under the sandbox rules without running it.
 
-    Prints each violation with its line and column and the tunable PARAMS.
-    Exit code 0 when it compiles, 1 otherwise.
+    Beyond compiling, it checks that the program defines score(traj) as a function
+    the sandbox can call with one argument, and that PARAMS is a dict literal of
+    numbers a tuner can adjust. Prints each violation with its line and column, and
+    the tunable PARAMS. Exit code 0 when the program passes, 1 otherwise.
     """
-    from monsearch.sandbox.restricted import compile_program
+    from monsearch.sandbox.check import check_program
 
     source, origin = _read_program(program)
-    report = compile_program(source)
+    report = check_program(source)
     errors = [{"line": e.line, "column": e.col, "message": e.message} for e in report.errors]
     if as_json:
         click.echo(
@@ -320,17 +515,31 @@ def check_cmd(program: Path, as_json: bool) -> None:
                     "ok": report.ok,
                     "errors": errors,
                     "params": dict(report.params),
+                    "warnings": list(report.warnings),
                 },
                 indent=2,
             )
         )
     else:
         for e in errors:
-            click.echo(f"{origin}:{e['line']}:{e['column']}: {e['message']}")
+            where = f"{e['line']}:{e['column'] or 1}" if e["line"] is not None else "-"
+            click.echo(f"{origin}:{where}: {e['message']}")
         if report.ok:
             click.echo(f"{origin}: ok; PARAMS: {json.dumps(dict(report.params))}")
     if not report.ok:
         raise SystemExit(1)
+
+
+@sandbox.command("seed")
+def seed_cmd() -> None:
+    """Print the built-in seed monitor's source, to copy and edit.
+
+    `monsearch sandbox seed > my_monitor.py`, edit it, then
+    `monsearch sandbox check my_monitor.py` and `monsearch sandbox run my_monitor.py`.
+    """
+    from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
+
+    click.echo(SEED_MONITOR.strip("\n"))
 
 
 @sandbox.command("view")
