@@ -57,19 +57,23 @@ def pool_start(trajs: list, cache_dir: object, repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--corpus", help="corpus folder [default: the embedded default corpus]")
     args = parser.parse_args()
+    corpus = ["--corpus", args.corpus] if args.corpus else []
 
     # Warm everything once: the default corpus and the views of val.
-    first, code = monsearch("sandbox", "run", "--json")
+    first, code = monsearch("sandbox", "run", *corpus, "--json")
     if code != 0:
         sys.exit(f"sandbox run failed (exit {code}); run it by hand to see why")
     print(f"cold-ish first run (corpus may have been cached already): {first:.2f} s")
 
-    warm, _ = median_of(args.repeat, "sandbox", "run", "--json")
+    warm, _ = median_of(args.repeat, "sandbox", "run", *corpus, "--json")
     with tempfile.TemporaryDirectory() as tmp:
         broken = Path(tmp) / "broken.py"
         broken.write_text("def score(traj)\n    return 1.0\n")
-        compile_error, code = median_of(args.repeat, "sandbox", "run", str(broken), "--json")
+        compile_error, code = median_of(
+            args.repeat, "sandbox", "run", str(broken), *corpus, "--json"
+        )
         if code != 1:
             print(f"note: the broken program exited {code}, expected 1")
 
@@ -77,7 +81,8 @@ def main() -> None:
     from monsearch.commands.synth import resolve_corpus
     from monsearch.corpora.store import load_corpus
 
-    trajs = load_corpus(resolve_corpus(None, quiet=True), ["val"]).split("val")
+    folder = Path(args.corpus) if args.corpus else resolve_corpus(None, quiet=True)
+    trajs = load_corpus(folder, ["val"]).split("val")
     cached = pool_start(trajs, cache_dir(), args.repeat)
     uncached = pool_start(trajs, None, max(1, args.repeat // 2))
 

@@ -22,6 +22,7 @@ view ``id`` field is blank there and set by each worker from the pool's secret.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import os
 import pickle
@@ -89,13 +90,19 @@ def build_views_file(
     n = len(trajectories)
     views = []
     step = max(1, n // 100)
-    for i, traj in enumerate(trajectories):
-        view = build_view(traj)
-        dict.__setitem__(view, "id", "")  # each pool salts its own ids
-        views.append(view)
-        if progress is not None and (i % step == 0 or i == n - 1):
-            progress("building views", i + 1, n)
-    blob = pickle.dumps(views, protocol=pickle.HIGHEST_PROTOCOL)
+    was_enabled = gc.isenabled()
+    gc.disable()  # views hold no cycles; collecting over them costs a quarter of the time
+    try:
+        for i, traj in enumerate(trajectories):
+            view = build_view(traj)
+            dict.__setitem__(view, "id", "")  # each pool salts its own ids
+            views.append(view)
+            if progress is not None and (i % step == 0 or i == n - 1):
+                progress("building views", i + 1, n)
+        blob = pickle.dumps(views, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        if was_enabled:
+            gc.enable()
     path.parent.mkdir(parents=True, exist_ok=True)
     seal = f"{n} {len(blob)} {hashlib.sha256(blob).hexdigest()}\n".encode()
     # The data first, its seal last: a seal always describes a complete file.
@@ -173,8 +180,16 @@ def load_views(path: Path, ids: Sequence[str], id_key: bytes) -> tuple[FrozenDic
     """Load a views file (in a worker) and give each view its salted id."""
     from monsearch.sandbox.view import view_id
 
-    with open(path, "rb") as fh:
-        views = pickle.load(fh)  # noqa: S301 - written by the host of this pool
+    # Unpickling allocates millions of containers: without the cyclic GC's repeated
+    # passes over them (views hold no cycles) loading is about five times faster.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with open(path, "rb") as fh:
+            views = pickle.load(fh)  # noqa: S301 - written by the host of this pool
+    finally:
+        if was_enabled:
+            gc.enable()
     if len(views) != len(ids):
         raise ValueError(f"{path}: {len(views)} views for {len(ids)} trajectories")
     set_item = dict.__setitem__  # the views are read-only to programs, not to us
