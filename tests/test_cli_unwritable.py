@@ -19,24 +19,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import SB_RESULTS, WorkStarted, refuse_work, run_main
 
-from monsearch.cli import main
 from monsearch.corpora.store import load_corpus
 from monsearch.corpora.synth import generate as gen_mod
-
-FIXTURES = Path(__file__).parent / "fixtures"
-SB_RESULTS = FIXTURES / "stealthbench" / "results"
-
-
-def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    """The real entry point: exit code (0 when it returns), stdout, stderr."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_named_error(code: int, err: str, path: Path | str, *reason: str) -> None:
@@ -48,20 +34,10 @@ def assert_named_error(code: int, err: str, path: Path | str, *reason: str) -> N
         assert part in err, err
 
 
-class WorkStarted(AssertionError):
-    pass
-
-
 @pytest.fixture
 def no_work(monkeypatch):
     """Fail the test if a command generates or reads anything."""
-
-    def refuse(*args, **kwargs):
-        raise WorkStarted("the command started working before checking its output")
-
-    monkeypatch.setattr(gen_mod, "generate", refuse)
-    monkeypatch.setattr(gen_mod, "synthesize_corpus", refuse)
-    monkeypatch.setattr("monsearch.corpora.readers.read_any", refuse)
+    refuse_work(monkeypatch, "output")
 
 
 @pytest.fixture

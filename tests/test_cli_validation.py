@@ -11,32 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_support import SB_RESULTS, WorkStarted, refuse_work
 from click.testing import CliRunner
 
 from monsearch.cli import cli, main
 from monsearch.corpora import store
-from monsearch.corpora.synth import generate as gen_mod
 from monsearch.corpora.synth.personas import DEFAULT_CROSS_GENERATORS, PERSONAS
-
-FIXTURES = Path(__file__).parent / "fixtures"
-SB_RESULTS = FIXTURES / "stealthbench" / "results"
-
-
-class WorkStarted(AssertionError):
-    pass
 
 
 @pytest.fixture
 def no_work(monkeypatch):
     """Fail the test if a command generates, reads or loads anything."""
-
-    def refuse(*args, **kwargs):
-        raise WorkStarted("the command started working before checking its options")
-
-    monkeypatch.setattr(gen_mod, "generate", refuse)
-    monkeypatch.setattr(gen_mod, "synthesize_corpus", refuse)
-    monkeypatch.setattr("monsearch.corpora.readers.read_any", refuse)
-    monkeypatch.setattr(store, "load_corpus", refuse)
+    refuse_work(monkeypatch, "options", load=True)
 
 
 def run(*args: str):

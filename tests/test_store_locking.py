@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_main
 from store_factory import mixed_corpus
 
-from monsearch.cli import main
 from monsearch.corpora import store
 from monsearch.corpora.store import (
     CorpusBusyError,
@@ -93,17 +93,6 @@ def dead_pid() -> int:
 
 def siblings(path: Path) -> list[str]:
     return sorted(p.name for p in path.parent.iterdir())
-
-
-def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    """The real entry point: exit code (0 when it returns), stdout, stderr."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --------------------------------------------------------------------------- concurrent writers
