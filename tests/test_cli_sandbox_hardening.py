@@ -58,6 +58,11 @@ def invoke(*args: str):
     return CliRunner().invoke(cli, ["sandbox", "run", *args], catch_exceptions=False)
 
 
+def run_llm(capsys, program, corpus_dir, url, cache):
+    """``sandbox run PROGRAM --corpus DIR`` with the llm oracle at ``url``, cache ``cache``."""
+    return run_main(capsys, str(program), "--corpus", str(corpus_dir), *llm_args(url, cache))
+
+
 def llm_args(base_url: str, cache: Path) -> list[str]:
     return [
         "--oracle",
@@ -119,12 +124,8 @@ def test_oracle_cache_under_a_file_is_refused_naming_the_path(
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     with StubJudgeServer() as stub:
-        code, out, err = run_main(
-            capsys,
-            str(oracle_program),
-            "--corpus",
-            str(corpus_dir),
-            *llm_args(stub.base_url, blocker / "cache"),
+        code, out, err = run_llm(
+            capsys, oracle_program, corpus_dir, stub.base_url, blocker / "cache"
         )
         assert stub.chat_count == 0
     assert code == 2 and out == ""
@@ -139,13 +140,7 @@ def test_an_oracle_cache_that_is_not_a_database_is_refused(
     cache.mkdir()
     (cache / "oracle-cache.sqlite3").write_text("garbage " * 200)
     with StubJudgeServer() as stub:
-        code, _, err = run_main(
-            capsys,
-            str(oracle_program),
-            "--corpus",
-            str(corpus_dir),
-            *llm_args(stub.base_url, cache),
-        )
+        code, _, err = run_llm(capsys, oracle_program, corpus_dir, stub.base_url, cache)
     assert code == 2 and "cannot open the oracle cache" in err and "not a database" in err
 
 
@@ -157,13 +152,7 @@ def test_dead_endpoint_is_exit_2_quickly_naming_the_endpoint(
 ):
     url = f"http://127.0.0.1:{free_port()}/v1"
     started = time.monotonic()
-    code, out, err = run_main(
-        capsys,
-        str(oracle_program),
-        "--corpus",
-        str(corpus_dir),
-        *llm_args(url, tmp_path / "cache"),
-    )
+    code, out, err = run_llm(capsys, oracle_program, corpus_dir, url, tmp_path / "cache")
     elapsed = time.monotonic() - started
     assert code == 2 and out == ""
     assert f"connection refused at {url}" in err
@@ -174,12 +163,8 @@ def test_dead_endpoint_is_exit_2_quickly_naming_the_endpoint(
 def test_a_refused_api_key_is_exit_2(capsys, corpus_dir, tmp_path, oracle_program):
     with StubJudgeServer(api_key="another-key") as stub:
         url = stub.base_url
-        code, _, err = run_main(
-            capsys,
-            str(oracle_program),
-            "--corpus",
-            str(corpus_dir),
-            *llm_args(stub.base_url, tmp_path / "cache"),
+        code, _, err = run_llm(
+            capsys, oracle_program, corpus_dir, stub.base_url, tmp_path / "cache"
         )
         assert stub.chat_count == 0
     assert code == 2 and f"the judge at {url} refused the API key: HTTP 401" in err
