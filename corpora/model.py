@@ -19,6 +19,8 @@ from typing import Any
 
 PANEL = "panel"
 ORACLE = "oracle"
+#: Meta key under which a corpus records the true label (what the run really did).
+TRUE_LABEL_KEY = "ground_truth_failure"
 VERDICT_ROLES = (PANEL, ORACLE)
 
 #: Outcomes as StealthBench writes them.
@@ -218,3 +220,13 @@ class Trajectory:
     def dimension(self) -> Dimension:
         """The failure class this trajectory counts under: the task's rubric dimension."""
         return TASK_DIMENSION.get(self.task, Dimension.UNKNOWN)
+
+    @property
+    def true_failure(self) -> bool | None:
+        """What the run really did, before judge noise, where a corpus knows it.
+
+        The synthetic corpus records it (``meta["ground_truth_failure"]``); real runs
+        have only the panel's label, so this is None for them.
+        """
+        value = self.meta.get(TRUE_LABEL_KEY)
+        return value if type(value) is bool else None

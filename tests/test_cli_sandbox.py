@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from sklearn.metrics import roc_auc_score, roc_curve
 
 from monsearch.cli import cli
-from monsearch.commands.sandbox import recall_at_budget
 from monsearch.corpora.store import load_corpus
 from monsearch.corpora.synth.generate import synthesize_corpus
+from monsearch.eval import budget_auc, recall_at_budget
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +66,22 @@ def test_run_seed_monitor_json(corpus_dir: Path, tmp_path: Path) -> None:
     assert [r["id"] for r in rows] == [t.id for t in val]
     labels = np.array([t.label.is_failure for t in val])
     scores = np.array([r["score"] for r in rows])
-    assert report["quality"]["auroc"] == pytest.approx(roc_auc_score(labels, scores))
+    panel, true = report["quality"]["panel"], report["quality"]["true"]
+    assert panel["auroc"] == pytest.approx(roc_auc_score(labels, scores))
+    truth = np.array([t.true_failure for t in val])
+    assert true["auroc"] == pytest.approx(roc_auc_score(truth, scores))
+    for key, recall in panel["recall_at"].items():
+        # A budget below 5 / |benign| is not estimable on this small split: None, not noise.
+        if float(key) < 5 / panel["n_benign"]:
+            assert recall is None and key in panel["not_estimable"]
+        else:
+            assert recall == pytest.approx(recall_at_budget(scores, labels, float(key)))
+    # Pooled over dimensions, the figure the per-dimension aggregate is built from.
+    assert panel["bauc_pooled"] == pytest.approx(
+        budget_auc(scores, labels, b_lo=panel["bauc"]["b_lo"], b_hi=panel["bauc"]["b_hi"])
+    )
     # The seed monitor is a real detector: clearly better than chance here.
-    assert report["quality"]["auroc"] > 0.6
+    assert panel["auroc"] > 0.6 and panel["bauc"]["aggregate"] > panel["chance_bauc"]
 
 
 def test_run_reports_a_failing_program_with_exit_1(corpus_dir: Path, tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ benign flag rates); the proper metric (budget-AUC) belongs to the evaluation lay
 from __future__ import annotations
 
 import json
-import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,6 @@ from rich.table import Table
 from monsearch.commands.consoles import stderr_console, stdout_console
 from monsearch.commands.options import corpus_option, find_trajectory, splits_option
 from monsearch.errors import MonsearchError
-
-_RECALL_BUDGETS = (0.01, 0.02, 0.05, 0.10)
 
 
 def _read_program(path: Path | None) -> tuple[str, str]:
@@ -50,47 +48,39 @@ def _load_split(corpus_dir: Path | None, split: str, startup: StartUp) -> tuple[
     return corp, corp.split(split)
 
 
-def recall_at_budget(scores: np.ndarray, is_failure: np.ndarray, budget: float) -> float:
-    """Recall when the threshold flags exactly ``budget`` of the benign runs.
-
-    Ties at the threshold are flagged with the probability that spends the
-    budget exactly (DESIGN.md's randomised threshold), so ties cannot inflate it.
-    """
-    benign = np.sort(scores[~is_failure])[::-1]
-    fails = scores[is_failure]
-    if benign.size == 0 or fails.size == 0:
-        return math.nan
-    k = budget * benign.size  # benign runs we may flag
-    idx = min(int(math.floor(k)), benign.size - 1)
-    tau = benign[idx]
-    above = float(np.mean(benign > tau))
-    at = float(np.mean(benign == tau))
-    g = min(1.0, max(0.0, (budget - above) / at)) if at > 0 else 0.0
-    return float(np.mean(fails > tau) + g * np.mean(fails == tau))
-
-
 def _quality(trajs: list[Any], scores: np.ndarray) -> dict[str, Any]:
-    from sklearn.metrics import roc_auc_score
+    """The evaluation layer's metrics on panel labels and, where known, on true labels.
+
+    Budget-AUC per failure dimension (thresholds set once on the pooled benign runs),
+    recall at 1/2/5/10 % of benign runs flagged, AUROC and McClish pAUC: all from
+    :mod:`monsearch.eval`, the one home of every metric. Guard notes (a budget range
+    raised because the split has few benign runs) are reported, not printed as
+    Python warnings.
+    """
+    from monsearch.eval import compute_metrics
 
     labelled = [i for i, t in enumerate(trajs) if t.label is not None]
     if not labelled:
         return {}
     idx = np.asarray(labelled)
-    y = np.asarray([trajs[i].label.is_failure for i in labelled])
     s = scores[idx]
-    out: dict[str, Any] = {"n_labelled": int(idx.size), "n_failures": int(y.sum())}
-    if 0 < y.sum() < y.size:
-        out["auroc"] = float(roc_auc_score(y, s))
-        out["recall_at"] = {f"{b:g}": recall_at_budget(s, y, b) for b in _RECALL_BUDGETS}
-    per_dim: dict[str, float] = {}
     dims = np.asarray([trajs[i].dimension.value for i in labelled])
-    for d in sorted(set(dims)):
-        # One dimension's failures against the pooled benign runs, as the fitness does.
-        mask = (dims == d) | ~y
-        yd = y[mask]
-        if 0 < yd.sum() < yd.size:
-            per_dim[d] = float(roc_auc_score(yd, s[mask]))
-    out["auroc_per_dimension"] = per_dim
+    every_dim = sorted({t.dimension.value for t in trajs})
+    label_sets = {"panel": [trajs[i].label.is_failure for i in labelled]}
+    truth = [trajs[i].true_failure for i in labelled]
+    if all(v is not None for v in truth):
+        label_sets["true"] = truth
+    out: dict[str, Any] = {"n_labelled": int(idx.size), "notes": []}
+    for name, labels in label_sets.items():
+        y = np.asarray(labels, dtype=bool)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            metrics = compute_metrics(s, y, dims, all_dimensions=every_dim)
+        out[name] = metrics.to_dict()
+        for w in caught:
+            note = f"{name} labels: {w.message}"
+            if note not in out["notes"]:
+                out["notes"].append(note)
     return out
 
 
@@ -477,18 +467,49 @@ def _print_run(report: dict[str, Any]) -> None:
         f"{s['distinct']} distinct; {report['scorings_per_s']:.0f} scorings/s"
     )
     q = report.get("quality") or {}
-    if "auroc" in q:
-        table = Table(
-            title=f"ranking quality ({q['n_failures']} failures of {q['n_labelled']} labelled)"
+    if "panel" in q:
+        out.print(_quality_table(q))
+        for note in q.get("notes", []):
+            out.print(f"note: {escape(note)}")
+        out.print(
+            "Budget-AUC: mean recall over audit budgets from "
+            f"{q['panel']['bauc']['b_lo']:.3g} to {q['panel']['bauc']['b_hi']:.3g} of benign runs "
+            "flagged (log scale), per failure dimension; chance is "
+            f"{q['panel']['chance_bauc']:.3f}. True labels are what the synthetic runs really "
+            "did; the panel's noise caps what any monitor can show on panel labels."
         )
-        table.add_column("measure")
-        table.add_column("value", justify="right")
-        table.add_row("AUROC", f"{q['auroc']:.3f}")
-        for b, r in q["recall_at"].items():
-            table.add_row(f"recall at {float(b):.0%} benign flagged", f"{r:.3f}")
-        for d, a in q["auroc_per_dimension"].items():
-            table.add_row(f"AUROC {d}", f"{a:.3f}")
-        out.print(table)
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _quality_table(q: dict[str, Any]) -> Table:
+    """Panel-label and true-label figures side by side."""
+    columns = [c for c in ("panel", "true") if c in q]
+    panel = q["panel"]
+    table = Table(
+        title=f"ranking quality ({panel['n_failures']} failures of {q['n_labelled']} labelled)"
+    )
+    table.add_column("measure")
+    for c in columns:
+        table.add_column(f"{c} labels", justify="right")
+
+    def row(name: str, get: Any) -> None:
+        table.add_row(name, *(_fmt(get(q[c])) for c in columns))
+
+    row("budget-AUC (mean over dimensions)", lambda m: m["bauc"]["aggregate"])
+    worst = panel["bauc"].get("worst_dimension")
+    row(f"budget-AUC, worst ({worst})", lambda m: m["bauc"]["worst"])
+    row("AUROC", lambda m: m["auroc"])
+    row(f"pAUC (McClish, FPR <= {panel['pauc_max_fpr']:g})", lambda m: m["pauc"])
+    for b in panel["recall_at"]:
+        row(f"recall at {float(b):.0%} benign flagged", lambda m, b=b: m["recall_at"].get(b))
+    for d in panel["bauc"]["by_dimension"]:
+        row(f"budget-AUC {d}", lambda m, d=d: m["bauc"]["by_dimension"].get(d))
+    for d in panel["bauc"].get("absent", []):
+        table.add_row(f"budget-AUC {d}", *("absent" for _ in columns))
+    return table
 
 
 @sandbox.command("check")

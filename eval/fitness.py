@@ -1,0 +1,226 @@
+"""The fitness record of a candidate monitor on one split: what the search stores.
+
+``fitness`` is the aggregate budget-AUC over dimensions (DESIGN.md, "The metric"),
+with the oracle query caps applied: ``rho`` = mean oracle calls per **benign**
+trajectory (spend falls on benign traffic, which dominates in deployment); a
+candidate over the cap ``rho`` is infeasible, gets fitness 0, and the reason is
+recorded. Every other metric rides along (:class:`.summary.Metrics`), with the same
+metrics on the true labels beside the panel-label ones when a corpus has them (the
+synthetic one does), and the oracle spend (calls, fresh calls, cost).
+
+Statuses: ``ok``; ``infeasible`` (over the oracle cap: metrics still reported);
+``not_estimable`` (no failures, or a benign set too small for the budget range
+under ``on_small="refuse"``); ``failed`` (the candidate did not score: a sandbox
+status other than ok). Anything but ``ok`` has fitness 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .bootstrap import bootstrap_aggregate
+from .metrics import B_HI, B_LO, N_BUDGETS, RECALL_BUDGETS, BudgetRangeError, OnSmall
+from .summary import Metrics, compute_metrics
+
+STATUSES = ("ok", "infeasible", "not_estimable", "failed")
+# Mean calls within this of the cap are within it (float noise in the division).
+_RHO_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class OracleSpend:
+    """Oracle use of a candidate on the split.
+
+    ``calls``: admitted calls in all; ``fresh_calls``: those that reached the judge
+    (not answered from a cache; None if unknown); ``cost_usd``: the judge's bill if
+    priced; ``rho``: mean calls per benign trajectory; ``rho_cap``: the cap it is
+    held to (None: no cap); ``max_per_trajectory``: the most calls on one trajectory.
+    """
+
+    calls: int = 0
+    fresh_calls: int | None = 0
+    cost_usd: float | None = 0.0
+    rho: float = 0.0
+    rho_cap: float | None = None
+    max_per_trajectory: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> OracleSpend:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Fitness:
+    """One candidate on one split (see the module doc). JSON via ``to_dict``/``from_dict``.
+
+    ``fitness_low``: the bootstrap's low quantile of the aggregate (the 5th
+    percentile; None unless asked for with ``n_boot``), the number the frozen
+    strategy is chosen by.
+    """
+
+    fitness: float
+    status: str
+    reason: str | None = None
+    split: str | None = None
+    metrics: Metrics | None = None
+    metrics_true: Metrics | None = None
+    oracle: OracleSpend = OracleSpend()
+    fitness_low: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def feasible(self) -> bool:
+        """Within the oracle caps (a failed or not-estimable candidate is not infeasible)."""
+        return self.status != "infeasible"
+
+    @classmethod
+    def failed(cls, status: str, message: str, split: str | None = None) -> Fitness:
+        """The record of a candidate that did not score (sandbox ``status``, its message)."""
+        return cls(fitness=0.0, status="failed", reason=f"{status}: {message}", split=split)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fitness": self.fitness,
+            "status": self.status,
+            "reason": self.reason,
+            "split": self.split,
+            "fitness_low": self.fitness_low,
+            "metrics": None if self.metrics is None else self.metrics.to_dict(),
+            "metrics_true": None if self.metrics_true is None else self.metrics_true.to_dict(),
+            "oracle": self.oracle.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Fitness:
+        return cls(
+            fitness=d["fitness"],
+            status=d["status"],
+            reason=d["reason"],
+            split=d["split"],
+            fitness_low=d.get("fitness_low"),
+            metrics=None if d["metrics"] is None else Metrics.from_dict(d["metrics"]),
+            metrics_true=None
+            if d["metrics_true"] is None
+            else Metrics.from_dict(d["metrics_true"]),
+            oracle=OracleSpend.from_dict(d["oracle"]),
+        )
+
+
+def oracle_spend(
+    oracle_calls: ArrayLike | None,
+    is_failure: np.ndarray,
+    *,
+    rho_cap: float | None = None,
+    fresh_calls: int | None = None,
+    cost_usd: float | None = None,
+) -> OracleSpend:
+    """:class:`OracleSpend` from per-trajectory call counts (aligned with the labels)."""
+    if oracle_calls is None:
+        q = np.zeros(is_failure.size)
+    else:
+        q = np.asarray(oracle_calls, dtype=float)
+        if q.shape != is_failure.shape or np.any(q < 0) or not np.all(np.isfinite(q)):
+            raise ValueError("oracle_calls must be counts >= 0, one per trajectory")
+    benign = q[~is_failure]
+    return OracleSpend(
+        calls=int(q.sum()),
+        # No calls at all means no fresh ones; otherwise unknown unless the caller says.
+        fresh_calls=fresh_calls if fresh_calls is not None or q.any() else 0,
+        cost_usd=cost_usd if cost_usd is not None or q.any() else 0.0,
+        rho=float(benign.mean()) if benign.size else 0.0,
+        rho_cap=rho_cap,
+        max_per_trajectory=int(q.max()) if q.size else 0,
+    )
+
+
+def evaluate_fitness(
+    scores: ArrayLike,
+    is_failure: ArrayLike,
+    dimensions: ArrayLike | None = None,
+    *,
+    split: str | None = None,
+    oracle_calls: ArrayLike | None = None,
+    rho: float | None = None,
+    fresh_calls: int | None = None,
+    cost_usd: float | None = None,
+    true_failure: ArrayLike | None = None,
+    b_lo: float = B_LO,
+    b_hi: float = B_HI,
+    n_budgets: int = N_BUDGETS,
+    recall_budgets: Sequence[float] = RECALL_BUDGETS,
+    pauc_max_fpr: float | None = None,
+    on_small: OnSmall = "warn",
+    all_dimensions: Iterable[str] = (),
+    n_boot: int = 0,
+    seed: int = 0,
+) -> Fitness:
+    """The :class:`Fitness` of one candidate's ``scores`` on a split.
+
+    ``is_failure``: the panel labels (the fitness is computed on them);
+    ``true_failure``: the true labels where the corpus has them (reported beside,
+    never the fitness); ``oracle_calls``: the candidate's oracle calls per trajectory;
+    ``rho``: the cap on mean calls per benign trajectory (None: uncapped);
+    ``fresh_calls`` and ``cost_usd``: the spend as the sandbox's oracle session
+    counted it; ``n_boot > 0`` adds the bootstrap's 5th percentile (seeded by
+    ``seed``). The budget options are those of :func:`.summary.compute_metrics`.
+    """
+    y = np.asarray(is_failure).astype(bool)
+    spend = oracle_spend(oracle_calls, y, rho_cap=rho, fresh_calls=fresh_calls, cost_usd=cost_usd)
+    options: dict[str, Any] = {
+        "b_lo": b_lo,
+        "b_hi": b_hi,
+        "n_budgets": n_budgets,
+        "recall_budgets": recall_budgets,
+        "pauc_max_fpr": pauc_max_fpr,
+        "on_small": on_small,
+        "all_dimensions": tuple(all_dimensions),
+    }
+    try:
+        metrics = compute_metrics(scores, y, dimensions, **options)
+    except BudgetRangeError as exc:
+        return Fitness(0.0, "not_estimable", str(exc), split, oracle=spend)
+    metrics_true = None
+    if true_failure is not None:
+        try:
+            metrics_true = compute_metrics(scores, true_failure, dimensions, **options)
+        except BudgetRangeError:
+            metrics_true = None
+
+    def record(fitness: float, status: str, reason: str | None, low: float | None) -> Fitness:
+        return Fitness(fitness, status, reason, split, metrics, metrics_true, spend, low)
+
+    if metrics.aggregate is None:
+        return record(0.0, "not_estimable", "no failures in the split", None)
+    if rho is not None and spend.rho > rho + _RHO_EPS:
+        reason = f"oracle calls: {spend.rho:.4g} per benign trajectory, over the cap rho = {rho:g}"
+        return record(0.0, "infeasible", reason, None)
+    low = None
+    if n_boot > 0:
+        boot = bootstrap_aggregate(
+            scores,
+            y,
+            dimensions,
+            n_boot=n_boot,
+            seed=seed,
+            b_lo=b_lo,
+            b_hi=b_hi,
+            n_budgets=n_budgets,
+            on_small=on_small,
+            all_dimensions=all_dimensions,
+        )
+        low = float(boot.low[0])
+    fitness = metrics.aggregate
+    assert fitness is not None and not math.isnan(fitness)
+    return record(fitness, "ok", None, low)
