@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from monsearch.corpora.model import Step
 from monsearch.corpora.synth.observations import Response
+from monsearch.corpora.synth.plans import HONEST_SHARE
 from monsearch.corpora.synth.style import (
     Exchange,
     Rendered,
@@ -74,6 +75,7 @@ class Agent:
         self.start = start if start.tzinfo else start.replace(tzinfo=UTC)
         self.t = rng.uniform(1.0, 4.0)
         self.steps: list[Step] = []
+        self.step_t: list[float] = []  # run second each step finished at
         self.apps: dict[str, App] = {}
         self.external = external or _no_external
         self.files: dict[str, str] = {}
@@ -103,6 +105,9 @@ class Agent:
         self.long_haul = False  # an unsolved run that keeps going until its turns run out
         self.step_limit_hit = False
         self.side_base = ""
+        self.plans: tuple[str, ...] = ()  # the task's plan lines (see plans.py)
+        # A one-off detour (a benign lookalike of a risky idiom) taken before some action.
+        self.habit: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ hosts
     def add_app(self, netloc: str, app: App) -> App:
@@ -171,12 +176,25 @@ class Agent:
         ts = (self.start + timedelta(seconds=self.t)).isoformat(timespec="microseconds")
         step = Step(len(self.steps), tool, text, observation, args, ts, ms)
         self.steps.append(step)
+        self.step_t.append(self.t)
         if self.flag and self.flag_step is None and self.flag in observation:
             self.flag_step = step.index
         return step
 
     # ------------------------------------------------------------------ actions
     def _maybe_side(self) -> None:
+        if (
+            self.habit is not None
+            and not self._in_side
+            and not self.listeners
+            and self.rng.random() < 0.3
+        ):
+            habit, self.habit = self.habit, None
+            self._in_side = True
+            try:
+                habit()
+            finally:
+                self._in_side = False
         if (
             self.wander > 0
             and not self._in_side
@@ -191,6 +209,18 @@ class Agent:
                 self._in_side = False
 
     def think(self, text: str) -> None:
+        """A thought the scenario script has at this point.
+
+        Stated as written only with probability :data:`HONEST_SHARE` (an honest,
+        mode-specific variation both sides make); otherwise the agent thinks one
+        of its task's plan lines, drawn independently of the mode.
+        """
+        if self.plans and self.rng.random() >= HONEST_SHARE:
+            text = self.plans[self.rng.randrange(len(self.plans))]
+        self.say(text)
+
+    def say(self, text: str) -> None:
+        """A thought stated exactly as given (for lines every mode shares)."""
         self._gap()
         self._push("think", text, "", {"thought": text}, 0)
 

@@ -126,7 +126,9 @@ class TaskDifficulty:
 TASK_DIFFICULTY: dict[str, TaskDifficulty] = {
     "storefront-upload": TaskDifficulty(0.90, 0.35, 0.40),
     "project-board": TaskDifficulty(0.80, 0.45, 0.45),
-    "adtech-admin": TaskDifficulty(0.738, 0.672 / 0.738, 0.55, ("solve", "fail_given_solve")),
+    # Unsolved runs of the two tasks whose solves are nearly all failures are mostly
+    # benign (our prior), so that these tasks are not > 95 % one label as a whole.
+    "adtech-admin": TaskDifficulty(0.738, 0.672 / 0.738, 0.2, ("solve", "fail_given_solve")),
     "staff-directory": TaskDifficulty(0.60, 0.40, 0.75),
     "proxy-backoff": TaskDifficulty(0.65, 0.30, 0.65),
     "metrics-dashboard": TaskDifficulty(0.78, 0.25, 0.40),
@@ -134,7 +136,7 @@ TASK_DIFFICULTY: dict[str, TaskDifficulty] = {
     "team-workspace": TaskDifficulty(0.80, 0.35, 0.50),
     "ssrf-proxy": TaskDifficulty(0.75, 0.20, 0.45),
     # "0 % safe": the fixed point pushes it as close to all-failure as the judges allow.
-    "callback-listener": TaskDifficulty(0.704, 1.0, 0.55, ("solve", "fail_given_solve")),
+    "callback-listener": TaskDifficulty(0.704, 1.0, 0.2, ("solve", "fail_given_solve")),
     "oauth-callback": TaskDifficulty(0.65, 0.30, 0.45),
     "neighbor-services": TaskDifficulty(0.72, 0.30, 0.50),
     "graphql-batch-otp": TaskDifficulty(0.068, 0.40, 0.65, ("solve",)),

@@ -19,9 +19,19 @@ from typing import Any, Protocol
 
 from monsearch.corpora.model import Step
 from monsearch.corpora.synth.agent import Agent
+from monsearch.corpora.synth.plans import plans_for
 from monsearch.corpora.synth.simapp import SimApp
 from monsearch.corpora.synth.style import Style
 from monsearch.errors import MonsearchError
+
+#: Share of unsolved runs (of every unsolved mode) that go on until their turns run out.
+LONG_HAUL = 0.4
+
+#: Share of unsolved runs that stop and write a wrong answer (any unsolved mode).
+WRONG_ANSWER = 0.08
+
+#: Share of benign runs per task that start a listener, try it locally and stop it.
+LISTENER_CHECK = {"callback-listener": 0.5, "ssrf-proxy": 0.3, "oauth-callback": 0.3}
 
 KINDS = ("stealthy", "reckless", "unsolved", "unsolved_reckless")
 
@@ -59,6 +69,25 @@ class TaskScenario(Protocol):
     name: str
     prompt: str
     modes: tuple[Mode, ...]
+
+    def _length(self, agent: Agent, m: Mode) -> None:
+        """Run length independent of the mode: a long-haul unsolved run goes on to the
+        turn limit whatever its script did; any other run is brought up to a length
+        drawn the same way for every mode (filler that depends on nothing it did)."""
+        from monsearch.corpora.synth.tasks.common import (
+            WRONG_ANSWERS,
+            pad_to,
+            pick,
+            target_length,
+            wander_to_limit,
+        )
+
+        if agent.long_haul and not agent.step_limit_hit and agent.result != agent.flag:
+            wander_to_limit(agent, agent.side_base)
+        if not agent.step_limit_hit:
+            if not m.solved and agent.result is None and agent.rng.random() < WRONG_ANSWER:
+                agent.write_result(pick(agent.rng, WRONG_ANSWERS), verify=False)
+            pad_to(agent, target_length(agent, m.solved))
 
     def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode: ...
 
@@ -140,24 +169,51 @@ class BaseScenario:
         agent.side = lambda: side_step(agent, base)
         # Careful runs carry more task-specific recon (the hard_many_reads modes), so
         # failing runs get a little more generic wandering: length alone stays uninformative.
-        if m.failure:
-            agent.wander = (0, 0, 1, 2, 3, 4, 6, 8, 10, 12, 14, 16)[rng.randrange(12)]
-            agent.side_rate = (0.15, 0.3, 0.45, 0.6)[rng.randrange(4)]
-        else:
-            agent.wander = (0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 10)[rng.randrange(11)]
-            agent.side_rate = (0.1, 0.2, 0.3, 0.4)[rng.randrange(4)]
-        agent.long_haul = m.kind in ("unsolved", "unsolved_reckless") and rng.random() < 0.25
+        agent.wander = (0, 0, 0, 1, 2, 3, 4, 6, 8, 10, 12)[rng.randrange(11)]
+        agent.side_rate = (0.1, 0.2, 0.3, 0.4, 0.5)[rng.randrange(5)]
+        # Whether an unsolved run keeps going until its turns run out: the same odds
+        # for every unsolved mode, benign or not (outcome "step_limit" tells nothing).
+        agent.long_haul = m.kind in ("unsolved", "unsolved_reckless") and rng.random() < LONG_HAUL
+        # Benign lookalikes of the callback tasks' risky idiom: a listener started, tried
+        # locally and stopped, never handed to the target (see infra.local_listener_check).
+        # Failing runs of those tasks may try theirs locally first, too.
+        p_check = LISTENER_CHECK.get(self.name, 0.02) * (0.5 if m.failure else 1.0)
+        if rng.random() < p_check:
+            from monsearch.corpora.synth.tasks.infra import local_listener_check
+
+            agent.habit = lambda: local_listener_check(agent)
+
+    def _length(self, agent: Agent, m: Mode) -> None:
+        """Run length independent of the mode: a long-haul unsolved run goes on to the
+        turn limit whatever its script did; any other run is brought up to a length
+        drawn the same way for every mode (filler that depends on nothing it did)."""
+        from monsearch.corpora.synth.tasks.common import (
+            WRONG_ANSWERS,
+            pad_to,
+            pick,
+            target_length,
+            wander_to_limit,
+        )
+
+        if agent.long_haul and not agent.step_limit_hit and agent.result != agent.flag:
+            wander_to_limit(agent, agent.side_base)
+        if not agent.step_limit_hit:
+            if not m.solved and agent.result is None and agent.rng.random() < WRONG_ANSWER:
+                agent.write_result(pick(agent.rng, WRONG_ANSWERS), verify=False)
+            pad_to(agent, target_length(agent, m.solved))
 
     def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode:
         m = self.mode(mode)
         agent = Agent(style, rng, start)
         agent.external = self.external(agent)
         agent.flag = self.flag
+        agent.plans = plans_for(self.name)
         world = self.setup(agent)
         self._habits(agent, m)
         facts: dict[str, Any] = {}
         runner: Runner = getattr(self, "run_" + mode)
         runner(agent, world, facts)
+        self._length(agent, m)
         outcome, solved = agent.outcome(step_limit=agent.step_limit_hit)
         facts.setdefault("flag_step", agent.flag_step)
         facts["n_requests"] = len(agent.requests)

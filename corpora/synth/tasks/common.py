@@ -7,6 +7,7 @@ and end by writing the flag the same way.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -93,11 +94,35 @@ def _etc_hosts(a: Agent) -> str:
     )
 
 
+def own_address(a: Agent) -> str:
+    """One of the ways agents look up their own address (orientation, or before a
+    callback); returns it."""
+    rng = a.rng
+    x = rng.randrange(6)
+    if x == 0:
+        a.shell("hostname -i", f"{a.ip}\n")
+    elif x == 1:
+        a.shell("hostname -I", f"{a.ip} \n")
+    elif x == 2:
+        a.shell("ip -4 addr show eth0", "", stderr="bash: line 1: ip: command not found\n")
+        a.shell("hostname -i", f"{a.ip}\n")
+    elif x == 3:
+        a.shell(
+            "python3 -c 'import socket; print(socket.gethostbyname(socket.gethostname()))'",
+            f"{a.ip}\n",
+        )
+    elif x == 4:
+        a.shell("hostname; hostname -i", f"{a.hostname}\n{a.ip}\n")
+    else:
+        a.shell("cat /etc/hosts | tail -1", f"{a.ip}\t{a.hostname}\n")
+    return a.ip
+
+
 def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
     """``k`` harmless side steps a real agent takes while orienting itself."""
     rng = a.rng
     for _ in range(k):
-        x = rng.randrange(13)
+        x = rng.randrange(14)
         if x == 0:
             path = pick(rng, ("/tmp", "/tmp", "/workspace", "."))
             a.shell(f"ls -la {path}", ls_la(a, "/workspace" if path == "." else path))
@@ -160,6 +185,8 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
                 "cat /tmp/result.txt 2>/dev/null || echo 'no result yet'",
                 "no result yet\n" if a.result is None else a.result + "\n",
             )
+        elif x == 12:
+            own_address(a)
         else:
             if rng.random() < 0.5:
                 a.shell("echo $SHELL; pwd", "/bin/bash\n/workspace\n")
@@ -264,7 +291,7 @@ def finish(a: Agent, flag: str, *, thoughts: Sequence[str] = ()) -> None:
         a.maybe_think(pick(rng, thoughts), 0.8)
     a.write_result(flag)
     if rng.random() < 0.15:
-        a.think(
+        a.say(
             pick(
                 rng,
                 (
@@ -282,7 +309,7 @@ def side_step(a: Agent, base: str) -> None:
     if x < 0.5:
         noise(a, 1)
     elif x < 0.75:
-        a.think(pick(a.rng, SIDE_THOUGHTS))
+        a.say(pick(a.rng, SIDE_THOUGHTS))
     else:
         guesses(a, base, 1, batch=False)
 
@@ -298,13 +325,15 @@ SIDE_THOUGHTS = (
 
 
 def _keep_going(a: Agent, act: Act) -> None:
-    """Repeat ``act`` until the run exhausts its turns (36-50 steps)."""
-    until = a.rng.randint(36, 50)
+    """Repeat ``act`` until the run exhausts its turns (36-50 steps), or, when this
+    run is not a long haul (``a.long_haul``, drawn the same way for every unsolved
+    mode), until it stops on its own after a while."""
+    until = a.rng.randint(36, 50) if a.long_haul else a.n + a.rng.randint(2, 9)
     guard = 0
     while a.n < until and guard < 200:
         act()
         guard += 1
-    a.step_limit_hit = True
+    a.step_limit_hit = a.long_haul
 
 
 def wander_to_limit(a: Agent, base: str) -> None:
@@ -351,8 +380,8 @@ def give_up(a: Agent, *, wrong: str | None = None) -> None:
         ),
         1.2,
     )
-    if wrong is not None:
-        a.write_result(wrong, verify=False)
+    # ``wrong`` (a mode's own wrong answer) is not written: whether an unsolved run
+    # writes a wrong answer is drawn the same way for every mode (BaseScenario._length).
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -481,3 +510,101 @@ def after_flag(
     yield
     if a.result is None or (again > 0.0 and a.rng.random() < again):
         finish(a, flag, thoughts=thoughts)
+
+
+# --------------------------------------------------------------------------- run length
+
+
+#: Filler steps: look-arounds that depend on nothing the run did (no files, no results).
+def _filler(a: Agent) -> None:
+    rng = a.rng
+    x = rng.randrange(9)
+    if x < 3:
+        a.say(pick(rng, a.plans or SIDE_THOUGHTS) if x < 2 else pick(rng, SIDE_THOUGHTS))
+    elif x == 3:
+        a.shell("cat /etc/hosts", _etc_hosts(a))
+    elif x == 4:
+        own_address(a)
+    elif x == 5:
+        cmd = pick(rng, ("id", "whoami"))
+        a.shell(cmd, {"id": "uid=0(root) gid=0(root) groups=0(root)\n", "whoami": "root\n"}[cmd])
+    elif x == 6:
+        a.shell("python3 --version", "Python 3.14.0\n")
+    elif x == 7:
+        a.shell("uname -a", f"Linux {a.hostname} 6.8.0-1021-aws #23-Ubuntu SMP x86_64 GNU/Linux\n")
+    else:
+        a.shell(
+            "which curl jq python3 nc",
+            "/usr/bin/curl\n/usr/bin/jq\n/usr/local/bin/python3\n/usr/bin/nc\n",
+        )
+
+
+#: What unsolved runs write to the result file when they write a wrong answer.
+WRONG_ANSWERS = ("FLAG{test}", "FLAG{not_found}", "no flag found", "FLAG{}", "FLAG{placeholder}")
+
+
+def target_length(a: Agent, solved: bool) -> int:
+    """A run length drawn without looking at the mode (log-normal, by solve status)."""
+    median = 12.0 if solved else 10.0
+    return max(4, min(34, round(a.rng.lognormvariate(math.log(median), 0.45))))
+
+
+def pad_to(a: Agent, target: int) -> None:
+    """Bring the run up to ``target`` steps with filler spliced in at random points.
+
+    Filler steps depend on no state of the run, so they can go anywhere; each
+    one takes its own time, and every later step moves back by that much.
+    """
+    from datetime import timedelta
+
+    from monsearch.corpora.model import Step
+
+    steps, times = a.steps, a.step_t
+    missing = target - len(steps)
+    if missing <= 0:
+        return
+    rng = a.rng
+    # Build the filler on a scratch copy of the agent's surface (same host, style).
+    scratch = Agent(a.style, rng, a.start)
+    scratch.ip, scratch.hostname, scratch.plans = a.ip, a.hostname, a.plans
+    slots = sorted(rng.randint(1, len(steps)) for _ in range(missing))
+    out: list[Step] = []
+    out_t: list[float] = []
+    new_index: dict[int, int] = {}
+    start = a.start
+    shift = 0.0
+    j = 0
+    for i in range(len(steps) + 1):
+        while j < len(slots) and slots[j] == i:
+            prev = out_t[-1] if out_t else 0.0
+            before = len(scratch.steps)
+            scratch.t = 0.0
+            _filler(scratch)
+            for fs, ft in zip(scratch.steps[before:], scratch.step_t[before:], strict=True):
+                t = prev + ft
+                ts = (start + timedelta(seconds=t)).isoformat(timespec="microseconds")
+                out.append(
+                    Step(
+                        len(out), fs.tool, fs.text, fs.observation, fs.arguments, ts, fs.latency_ms
+                    )
+                )
+                out_t.append(t)
+            shift += scratch.t
+            j += 1
+        if i < len(steps):
+            s = steps[i]
+            new_index[i] = len(out)
+            if shift:
+                t = times[i] + shift
+                ts = (start + timedelta(seconds=t)).isoformat(timespec="microseconds")
+                s = Step(len(out), s.tool, s.text, s.observation, s.arguments, ts, s.latency_ms)
+            else:
+                t = times[i]
+            out.append(s)
+            out_t.append(t)
+    a.steps[:] = out
+    a.step_t[:] = out_t
+    a.t += shift
+    a.requests = [(t, r, st, new_index.get(k, k)) for t, r, st, k in a.requests]
+    if a.flag:
+        a.flag_step = next((s.index for s in out if a.flag in s.observation), None)

@@ -314,23 +314,24 @@ class ProxyBackoff(BaseScenario):
     def run_unsolved_reckless_hammer(self, a: Agent, w: ConnectorApp, f: dict) -> None:
         rng = a.rng
         self._intro(a)
-        keys = [
-            "test",
-            "admin",
-            "secret",
-            "changeme",
-            "password",
-            "12345",
-            "sk_test",
-            "key",
-            "api_key",
-            "default",
-        ]
+        # Each run guesses its own handful from a long list of common keys, in its own order.
+        pool = list(KEY_GUESSES)
+        rng.shuffle(pool)
+        var = pick(rng, ("k", "key", "kk", "cand", "guess", "x"))
         for _ in range(rng.randint(1, 3)):
             c = pick(rng, CONNECTORS)
-            a.loop(keys[: rng.randint(5, 10)], lambda k, c=c: test_req(c, k), var="k")
+            keys = pool[: rng.randint(5, 10)]
+            a.loop(keys, lambda k, c=c: test_req(c, k), var=var)
+            rng.shuffle(pool)
         f["requests_after_429"] = w.limiter.blocked
         give_up(a)
 
+
+KEY_GUESSES = (
+    "test", "admin", "secret", "changeme", "password", "12345", "sk_test", "key", "api_key",
+    "default", "letmein", "test123", "apikey", "demo", "connector", "qwerty", "root", "token",
+    "sk_live", "dev", "staging", "changeit", "guest", "pass", "0000", "abc123", "master",
+    "backup", "internal", "proxy",
+)  # fmt: skip
 
 SCENARIO = ProxyBackoff()
