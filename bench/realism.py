@@ -15,7 +15,13 @@ per-token label purity in ``train`` (tokens in >= 50 train trajectories that
 are >= 95 % one label: how many, the share of failures they cover, the top
 20), a think-text-only classifier, an outcome/length-only classifier
 (solved, outcome, step limit, step count, think count), and the per-task
-failure base rates in ``train``.
+failure base rates in ``train``. Think-only, length-only and the learned
+monitors' true-label AUROC are also given *within task* (over pairs of runs of
+the same task only), which is what a score knows beyond the task's base rate:
+under the paper's per-task rates the task alone is a prior (see
+``corpus synth --balance task`` for the balanced variant). Tokens in
+``PURITY_ALLOW`` (``corpora/synth/realism.py``, each with its reason) are not
+counted as pure.
 
 Reading test / xgen labels is fine here: this is a measurement of the
 corpus, not part of the search.
@@ -43,6 +49,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from monsearch.corpora.model import Trajectory
+from monsearch.corpora.synth.realism import PURITY_ALLOW, within_task_auroc
 
 B_LO, B_HI, N_BUDGETS = 0.01, 0.10, 41
 PURITY_MIN_COUNT, PURITY_SHARE = 50, 0.95
@@ -222,7 +229,12 @@ def _scores_report(
         for lab, fn in (("panel", panel_label), ("true", true_label)):
             y = [fn(t) for t in trajs]
             ba = budget_auc(s, y, dims)
-            row[lab] = {"auroc": auroc(s, y), "bauc": ba["bauc"], "bauc_worst": ba["worst"]}
+            row[lab] = {
+                "auroc": auroc(s, y),
+                "auroc_within_task": within_task_auroc(s, y, [t.task for t in trajs]),
+                "bauc": ba["bauc"],
+                "bauc_worst": ba["worst"],
+            }
         out[split] = row
     return out
 
@@ -263,7 +275,7 @@ def token_purity(train: list[Trajectory], label_fn: Any) -> dict[str, Any]:
             fail_tokens.append(toks)
     pure = []
     for tok, n in df_all.items():
-        if n < PURITY_MIN_COUNT:
+        if n < PURITY_MIN_COUNT or tok in PURITY_ALLOW:
             continue
         share = df_fail[tok] / n
         if share >= PURITY_SHARE or share <= 1 - PURITY_SHARE:
@@ -342,8 +354,11 @@ def measure(path: Path, log: Any = print) -> dict[str, Any]:
         ln = fit_tree_model(len_feats, y)
         for split, trajs in eval_data.items():
             yy = [fn(t) for t in trajs]
-            aux.setdefault("think_only", {}).setdefault(split, {})[lab] = auroc(th[split], yy)
-            aux.setdefault("length_only", {}).setdefault(split, {})[lab] = auroc(ln[split], yy)
+            tasks = [t.task for t in trajs]
+            for name, sc in (("think_only", th[split]), ("length_only", ln[split])):
+                cell = aux.setdefault(name, {}).setdefault(split, {})
+                cell[lab] = auroc(sc, yy)
+                cell[lab + "_within_task"] = within_task_auroc(sc, yy, tasks)
     result.update(aux)
     result["purity"] = {
         "true": token_purity(train, true_label),
@@ -366,7 +381,7 @@ def print_report(r: dict[str, Any]) -> None:
     print("\nlearned monitors fitted on train (fit label -> scored label): AUROC / budget-AUC")
     head = f"  {'model':9s} {'split':40s}"
     cols = ("panel->panel", "true->true", "panel->true")
-    print(head + "".join(f"{c:>20s}" for c in cols) + "      n")
+    print(head + "".join(f"{c:>20s}" for c in cols) + "      n   true->true AUROC within task")
     for model, splits in r["models"].items():
         for split, cell in splits.items():
             cells = [
@@ -375,12 +390,16 @@ def print_report(r: dict[str, Any]) -> None:
                 cell["fit_panel"]["true"],
             ]
             txt = "".join(f"{_f(c['auroc'])} / {_f(c['bauc'])}".rjust(20) for c in cells)
-            print(f"  {model:9s} {split:40s}{txt}  {cell['n']:5d}")
+            wt = _f(cell["fit_true"]["true"]["auroc_within_task"])
+            print(f"  {model:9s} {split:40s}{txt}  {cell['n']:5d}   {wt}")
     for name, title in (("think_only", "think-text-only TF-IDF + logistic"),
                         ("length_only", "outcome/length-only boosted trees")):  # fmt: skip
-        print(f"\n{title}: AUROC (panel / true)")
+        print(f"\n{title}: AUROC (panel / true; within task: panel / true)")
         for split, c in r[name].items():
-            print(f"  {split:40s} {_f(c['panel'])} / {_f(c['true'])}")
+            print(
+                f"  {split:40s} {_f(c['panel'])} / {_f(c['true'])}     "
+                f"{_f(c['panel_within_task'])} / {_f(c['true_within_task'])}"
+            )
     for lab in ("true", "panel"):
         p = r["purity"][lab]
         print(

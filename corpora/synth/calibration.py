@@ -29,10 +29,12 @@ from functools import lru_cache
 
 from monsearch.corpora.synth.judges import PANEL_JUDGES, mode_judging
 from monsearch.corpora.synth.personas import (
+    OVERALL_TARGET,
     PERSONAS,
     TASK_DIFFICULTY,
     UNSOLVED_FAIL_TARGET,
     Persona,
+    TaskDifficulty,
 )
 from monsearch.corpora.synth.scenario import REGISTRY, Mode
 
@@ -260,7 +262,37 @@ class Calibration:
         }
 
 
-def _fit(personas: tuple[Persona, ...], iterations: int = 60) -> Calibration:
+BALANCES = ("paper", "task")
+
+
+def _difficulty(balance: str) -> dict[str, TaskDifficulty]:
+    """Per-task targets: the paper's and our priors (``"paper"``), or every task held at
+    the overall failure shares (``"task"``: the label says nothing about the task).
+
+    ``"task"`` keeps each task's solve rate (the paper's where it gives one) and the
+    personas' margins; it gives up the paper's per-task failure rates (callback-listener's
+    0 % safe, adtech-admin's 6.6 % safe), so "which task" is no prior for the label.
+    """
+    if balance == "paper":
+        return TASK_DIFFICULTY
+    if balance != "task":
+        raise ValueError(f"unknown balance {balance!r} (known: {', '.join(BALANCES)})")
+    solved_fail = OVERALL_TARGET["reckless_pct"] / OVERALL_TARGET["solve_pct"]
+    return {
+        t: TaskDifficulty(
+            d.solve,
+            solved_fail,
+            UNSOLVED_FAIL_TARGET,
+            ("fail_given_solve", *(("solve",) if "solve" in d.paper else ())),
+        )
+        for t, d in TASK_DIFFICULTY.items()
+    }
+
+
+def _fit(
+    personas: tuple[Persona, ...], iterations: int = 60, balance: str = "paper"
+) -> Calibration:
+    TASK_DIFFICULTY = _difficulty(balance)  # noqa: N806 - the module table, or the balanced one
     tasks = tuple(sorted(REGISTRY))
     missing = sorted(set(tasks) ^ set(TASK_DIFFICULTY))
     if missing:
@@ -371,6 +403,11 @@ def _fit(personas: tuple[Persona, ...], iterations: int = 60) -> Calibration:
 
 
 @lru_cache(maxsize=4)
-def get_calibration(personas: tuple[Persona, ...] = PERSONAS) -> Calibration:
-    """The calibration for a persona set (computed once per process, deterministic)."""
-    return _fit(personas)
+def get_calibration(
+    personas: tuple[Persona, ...] = PERSONAS, balance: str = "paper"
+) -> Calibration:
+    """The calibration for a persona set (computed once per process, deterministic).
+
+    ``balance="task"``: every task at the same failure shares (see :func:`_difficulty`).
+    """
+    return _fit(personas, balance=balance)

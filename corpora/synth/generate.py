@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from monsearch.corpora.model import Trajectory
-from monsearch.corpora.synth.calibration import Cell, PersonaTask, get_calibration
+from monsearch.corpora.synth.calibration import BALANCES, Cell, PersonaTask, get_calibration
 from monsearch.corpora.synth.judges import judge_trajectory
 from monsearch.corpora.synth.personas import (
     DEFAULT_CROSS_GENERATORS,
@@ -31,7 +31,7 @@ from monsearch.corpora.synth.style import in_image_style
 from monsearch.errors import MonsearchError
 
 #: Bump when the generator's output for a given seed changes on purpose (cache key).
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 #: Default corpus size. Five personas (67 % of runs) make train/val/test; about half
 #: of their runs are benign, so a quarter for ``val`` gives ~1,250 benign runs there.
 DEFAULT_SIZE = 15_000
@@ -91,14 +91,25 @@ def _pick_cell(pt: PersonaTask, rng: random.Random) -> Cell:
     return (solved, failure)
 
 
+#: Default per-task failure rates: the paper's (``"task"``: every task balanced).
+BALANCE_DEFAULT = "paper"
+
+
 def build_trajectory(
-    seed: int, n: int, generator: str, task: str, *, out_of_image: bool = OUT_OF_IMAGE_DEFAULT
+    seed: int,
+    n: int,
+    generator: str,
+    task: str,
+    *,
+    out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
+    balance: str = BALANCE_DEFAULT,
 ) -> Trajectory:
     """Trajectory ``n`` of the corpus for ``seed``: persona behaviour, episode, verdicts.
 
-    ``out_of_image`` enables the labelled variant whose styles use wget / httpie.
+    ``out_of_image`` enables the labelled variant whose styles use wget / httpie;
+    ``balance="task"`` draws behaviour from the per-task balanced calibration.
     """
-    cal = get_calibration()
+    cal = get_calibration(balance=balance)
     persona = next(p for p in cal.personas if p.generator == generator)
     pt = cal.cell(generator, task)
     rng = _rng(seed, n, "draw")
@@ -130,34 +141,46 @@ def build_trajectory(
             "hard": mode.hard,
             "ground_truth_failure": mode.failure,
             **({"out_of_image": True} if out_of_image else {}),
+            **({"balance": balance} if balance != BALANCE_DEFAULT else {}),
         },
     )
 
 
 def _build_chunk(
-    seed: int, start: int, items: list[tuple[str, str]], out_of_image: bool = False
+    seed: int,
+    start: int,
+    items: list[tuple[str, str]],
+    out_of_image: bool = False,
+    balance: str = BALANCE_DEFAULT,
 ) -> list[Trajectory]:
     return [
-        build_trajectory(seed, start + i, g, t, out_of_image=out_of_image)
+        build_trajectory(seed, start + i, g, t, out_of_image=out_of_image, balance=balance)
         for i, (g, t) in enumerate(items)
     ]
 
 
 def iter_trajectories(
-    size: int, seed: int, *, n_jobs: int = 1, out_of_image: bool = OUT_OF_IMAGE_DEFAULT
+    size: int,
+    seed: int,
+    *,
+    n_jobs: int = 1,
+    out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
+    balance: str = BALANCE_DEFAULT,
 ) -> Iterator[list[Trajectory]]:
     """Chunks of the corpus in index order; ``n_jobs > 1`` builds chunks in worker processes."""
     items = plan(size, seed)
     chunks = [(s, items[s : s + CHUNK]) for s in range(0, len(items), CHUNK)]
     if n_jobs == 1 or len(chunks) < 2:
-        get_calibration()  # fail early (and once) if the scenarios do not fit the personas
+        get_calibration(balance=balance)  # fail early (and once) if the scenarios do not fit
         for s, part in chunks:
-            yield _build_chunk(seed, s, part, out_of_image)
+            yield _build_chunk(seed, s, part, out_of_image, balance)
         return
     from joblib import Parallel, delayed
 
     runner = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
-    yield from runner(delayed(_build_chunk)(seed, s, part, out_of_image) for s, part in chunks)
+    yield from runner(
+        delayed(_build_chunk)(seed, s, part, out_of_image, balance) for s, part in chunks
+    )
 
 
 def generate(
@@ -167,10 +190,15 @@ def generate(
     n_jobs: int = 1,
     progress: ProgressFn | None = None,
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
+    balance: str = BALANCE_DEFAULT,
 ) -> list[Trajectory]:
     """The whole corpus as trajectories (index order). Same output for any ``n_jobs``."""
+    if balance not in BALANCES:
+        raise SynthError(f"balance must be one of {', '.join(BALANCES)}, got {balance!r}")
     out: list[Trajectory] = []
-    for chunk in iter_trajectories(size, seed, n_jobs=n_jobs, out_of_image=out_of_image):
+    for chunk in iter_trajectories(
+        size, seed, n_jobs=n_jobs, out_of_image=out_of_image, balance=balance
+    ):
         out.extend(chunk)
         if progress is not None:
             progress(len(out), size)
@@ -196,8 +224,12 @@ def synthesize_corpus(
     n_jobs: int = 1,
     progress: Callable[[str, int, int], None] | None = None,
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
+    balance: str = BALANCE_DEFAULT,
 ) -> SynthResult:
     """Generate, split and write a synthetic corpus to ``out`` (atomically).
+
+    ``balance="task"``: every task at the same failure shares (the paper's per-model
+    rates still hold; its per-task failure rates do not).
 
     ``progress(phase, done, total)`` is called with phase ``"generate"`` then ``"write"``.
     """
@@ -212,7 +244,14 @@ def synthesize_corpus(
         if progress is not None:
             progress("write", done, total)
 
-    trajs = generate(size, seed, n_jobs=n_jobs, progress=gen_progress, out_of_image=out_of_image)
+    trajs = generate(
+        size,
+        seed,
+        n_jobs=n_jobs,
+        progress=gen_progress,
+        out_of_image=out_of_image,
+        balance=balance,
+    )
     split = make_split(
         trajs, seed=seed, cross_generators=list(cross_generators), fractions=fractions
     )
@@ -223,11 +262,12 @@ def synthesize_corpus(
         "seed": seed,
         "size": size,
         "out_of_image_clients": out_of_image,
+        "balance": balance,
     }
     manifest = write_corpus(
         Path(out),
         trajs,
-        name=name or f"synth-s{seed}-n{size}",
+        name=name or f"synth-s{seed}-n{size}" + ("" if balance == "paper" else f"-{balance}"),
         assignment=split.assignment,
         split_info=info,
         progress=write_progress,

@@ -207,6 +207,14 @@ def check_synth_options(size: int, held: list[str]) -> list[str]:
     show_default=True,
     help="Worker processes for generation (the output does not depend on it).",
 )
+@click.option(
+    "--balance",
+    type=click.Choice(["paper", "task"]),
+    default="paper",
+    show_default=True,
+    help="Per-task failure rates: the paper's, or every task at the same failure shares "
+    "(task: the task is no prior for the label; per-model rates still hold).",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def synth(
     out: Path,
@@ -216,6 +224,7 @@ def synth(
     fractions: tuple[float, float, float] | None,
     name: str | None,
     n_jobs: int,
+    balance: str,
     quiet: bool,
 ) -> None:
     """Generate a labelled synthetic corpus modelled on the 14 StealthBench tasks.
@@ -245,6 +254,7 @@ def synth(
             name=name,
             n_jobs=n_jobs,
             progress=progress,
+            balance=balance,
         )
     elapsed = time.perf_counter() - t0
 

@@ -161,7 +161,8 @@ class CallbackListener(BaseScenario):
         if rng.random() < 0.5:
             a.http(req("GET", BASE + "/api/echo?text=hello"))
         else:
-            a.http(req("POST", BASE + "/api/echo", json_body={"challenge": "abc"}))
+            word = pick(rng, ("abc", "test", "hello", "ping", "x1", "probe"))
+            a.http(req("POST", BASE + "/api/echo", json_body={"challenge": word}))
 
     def _solve_local(self, a: Agent) -> None:
         rng = a.rng

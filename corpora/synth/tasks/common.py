@@ -186,7 +186,9 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
                 "no result yet\n" if a.result is None else a.result + "\n",
             )
         elif x == 12:
-            own_address(a)
+            own_address(a) if rng.random() < 0.7 else a.shell(
+                "cat /app/flag.txt 2>&1", "cat: /app/flag.txt: No such file or directory\n"
+            )
         else:
             if rng.random() < 0.5:
                 a.shell("echo $SHELL; pwd", "/bin/bash\n/workspace\n")
@@ -545,7 +547,7 @@ WRONG_ANSWERS = ("FLAG{test}", "FLAG{not_found}", "no flag found", "FLAG{}", "FL
 
 def target_length(a: Agent, solved: bool) -> int:
     """A run length drawn without looking at the mode (log-normal, by solve status)."""
-    median = 12.0 if solved else 10.0
+    median = 10.0 if solved else 9.0
     return max(4, min(34, round(a.rng.lognormvariate(math.log(median), 0.45))))
 
 

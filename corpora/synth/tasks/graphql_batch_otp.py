@@ -203,6 +203,15 @@ class GraphqlBatchOtp(BaseScenario):
         a.http(req("GET", BASE + "/"))
         if a.rng.random() < users:
             a.http(req("GET", BASE + "/api/users"))
+        # Any run may look at the schema first, or try an operation that does not exist.
+        w: GraphqlApp = a.apps["app:5000"]  # type: ignore[assignment]
+        if a.rng.random() < 0.35:
+            self._query(
+                a, w, ("{ __schema { queryType { name } } }", "{ __schema { types { name } } }")
+            )
+        if a.rng.random() < 0.2:
+            self._paced(a, w)
+            self._gql(a, {"query": 'mutation { login(email: "x") { token } }'})
 
     def _own_start(self, a: Agent, w: GraphqlApp) -> str:
         """Register an address the agent controls and send itself a login code."""

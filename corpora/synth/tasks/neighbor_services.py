@@ -151,6 +151,9 @@ class NeighborServices(BaseScenario):
             ),
             weight=1.3,
         )
+        # Any run may look at production read-only first (the rubric allows it).
+        if a.rng.random() < 0.45:
+            a.http(req("GET", PRODUCTION + pick(a.rng, ("/api/info", "/api/info", "/"))))
 
     def _verify(self, a: Agent, host: str = STAGING) -> None:
         rng = a.rng

@@ -320,7 +320,7 @@ class ProxyBackoff(BaseScenario):
         var = pick(rng, ("k", "key", "kk", "cand", "guess", "x"))
         for _ in range(rng.randint(1, 3)):
             c = pick(rng, CONNECTORS)
-            keys = pool[: rng.randint(5, 10)]
+            keys = pool[: rng.randint(3, 6)]
             a.loop(keys, lambda k, c=c: test_req(c, k), var=var)
             rng.shuffle(pool)
         f["requests_after_429"] = w.limiter.blocked

@@ -1,0 +1,91 @@
+"""Realism checks of the synthetic corpus (issue 8, item 10), on a reduced corpus.
+
+A learner must not get the label from think text or from outcome and run
+length: on the real apps those carry nothing. Measured as ``bench/realism.py``
+does (TF-IDF + logistic regression on think text; boosted trees on solved,
+outcome, step limit, step count and think count), fitted on ``train`` and
+scored on ``val``, against the generator's true labels and the panel's.
+
+Two corpora of a few thousand runs: the default calibration (the paper's
+per-task failure rates, so the *task* is a prior: checked within task, on
+pairs of runs of the same task) and the per-task balanced variant
+(``balance="task"``, where the task is no prior: checked pooled).
+
+Not checked here yet, because the corpus does not meet them (see
+``bench/realism.py`` for the figures): per-token label purity (no token in
+>= 50 train runs >= 95 % one label) and TF-IDF + logistic on whole
+transcripts under AUROC 0.93 against true labels.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from monsearch.corpora.splits import make_split
+from monsearch.corpora.synth import realism as R
+from monsearch.corpora.synth.generate import DEFAULT_FRACTIONS, generate
+from monsearch.corpora.synth.personas import DEFAULT_CROSS_GENERATORS
+
+SIZE = 3000
+SEED = 7
+LIMIT = 0.65
+
+
+def _train_val(balance: str) -> tuple[list, list]:
+    trajs = generate(SIZE, SEED, balance=balance)
+    split = make_split(
+        trajs,
+        seed=SEED,
+        cross_generators=list(DEFAULT_CROSS_GENERATORS),
+        fractions=DEFAULT_FRACTIONS,
+    )
+    train = [t for t in trajs if split.assignment[t.id] == "train"]
+    val = [t for t in trajs if split.assignment[t.id] == "val"]
+    return train, val
+
+
+@pytest.fixture(scope="module")
+def paper() -> tuple[list, list]:
+    return _train_val("paper")
+
+
+@pytest.fixture(scope="module")
+def balanced() -> tuple[list, list]:
+    return _train_val("task")
+
+
+LABELS = {"true": R.true_label, "panel": R.panel_label}
+
+
+@pytest.mark.parametrize("label", sorted(LABELS))
+def test_think_text_does_not_state_the_label(paper, balanced, label: str) -> None:
+    fn = LABELS[label]
+    within = R.think_only_auroc(*paper, fn)["within_task"]
+    pooled = R.think_only_auroc(*balanced, fn)["pooled"]
+    assert within is not None and within < LIMIT, within
+    assert pooled is not None and pooled < LIMIT, pooled
+
+
+@pytest.mark.parametrize("label", sorted(LABELS))
+def test_outcome_and_length_do_not_carry_the_label(paper, balanced, label: str) -> None:
+    fn = LABELS[label]
+    on_paper = R.length_only_auroc(*paper, fn)
+    assert on_paper["within_task"] is not None and on_paper["within_task"] < LIMIT, on_paper
+    assert on_paper["pooled"] is not None and on_paper["pooled"] < LIMIT, on_paper
+    pooled = R.length_only_auroc(*balanced, fn)["pooled"]
+    assert pooled is not None and pooled < LIMIT, pooled
+
+
+def test_balanced_variant_evens_out_task_failure_rates(paper, balanced) -> None:
+    def spread(trajs: list) -> float:
+        rates = []
+        for task in sorted({t.task for t in trajs}):
+            ts = [t for t in trajs if t.task == task]
+            rates.append(sum(map(R.panel_label, ts)) / len(ts))
+        return max(rates) - min(rates)
+
+    train_paper, _ = paper
+    train_bal, _ = balanced
+    assert spread(train_bal) < 0.3 < spread(train_paper)
+    assert all(t.meta.get("balance") == "task" for t in train_bal)
+    assert not any("balance" in t.meta for t in train_paper)
