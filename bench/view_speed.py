@@ -2,7 +2,8 @@
 
 Builds synthetic episodes of every task, mode and style, then prints: views
 built per second (cold caches, then again warm), mean steps and requests per
-trajectory, and the cost of the monitor hot path
+trajectory, the share of HTTP-looking steps that yield no request
+(:mod:`monsearch.sandbox.view_coverage`), and the cost of the monitor hot path
 ``view.steps[i].requests[0].method`` read directly and through the restricted
 executor's attribute/item guards.
 
@@ -23,6 +24,7 @@ from monsearch.corpora.synth.scenario import REGISTRY
 from monsearch.corpora.synth.style import STYLES
 from monsearch.sandbox import view as view_module
 from monsearch.sandbox.view import build_views
+from monsearch.sandbox.view_coverage import corpus_coverage
 
 
 def synthetic(n: int, seed: int) -> list[Trajectory]:
@@ -76,6 +78,13 @@ def main() -> None:
     )
     print(
         f"per trajectory: {steps:.1f} steps, {reqs:.1f} requests, {1000 * cold / len(views):.2f} ms cold"
+    )
+    # After the timings: the parse caches are warm, so this costs little.
+    cov = corpus_coverage(trajs)["overall"]
+    share = "-" if cov["share"] is None else f"{100 * cov['share']:.2f}%"
+    print(
+        f"HTTP coverage: {cov['unparsed']} of {cov['http_steps']} steps that look like HTTP "
+        f"yield no request ({share})"
     )
 
     sample = views[:1000]

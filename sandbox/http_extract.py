@@ -22,6 +22,9 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 from monsearch.sandbox.shell import Command
 
 FileLookup = Callable[[str], "str | None"]
+#: ``modules(relpath)`` -> ``(path, source)`` of a file written earlier whose path ends
+#: in ``relpath + ".py"`` (or ``relpath + "/__init__.py"``), else None.
+ModuleLookup = Callable[[str], "tuple[str, str] | None"]
 
 
 @dataclass(slots=True)
@@ -920,6 +923,33 @@ CLIENTS = {
 
 def python_source(cmd: Command, files: FileLookup) -> str | None:
     """The Python code a ``python3 ...`` command runs, when it can be known."""
+    inv = python_invocation(cmd, files)
+    return inv[0] if inv is not None else None
+
+
+def resolve_path(path: str, cwd: str | None, files: FileLookup) -> tuple[str, str | None]:
+    """``(path, content)`` of a file an earlier command wrote; a relative path is also
+    tried under the command's folder (``cd /tmp && python3 run.py``)."""
+    content = files(path)
+    if content is None and cwd and path and not path.startswith("/"):
+        joined = cwd.rstrip("/") + "/" + path
+        found = files(joined)
+        if found is not None:
+            return joined, found
+    return path, content
+
+
+_PY_OPTS_WITH_ARG = frozenset({"-W", "-X", "-Q"})
+
+
+def python_invocation(
+    cmd: Command, files: FileLookup
+) -> tuple[str | None, str | None, list[str]] | None:
+    """``(code, script path, sys.argv)`` of a ``python3 ...`` command; None if not Python.
+
+    The code is None when it cannot be known (a script nobody wrote in the run).
+    ``python3 -m NAME`` runs ``NAME.py`` when an earlier step wrote it.
+    """
     argv = cmd.argv
     if not argv or not _PYTHON.match(argv[0].rsplit("/", 1)[-1]):
         return None
@@ -927,26 +957,39 @@ def python_source(cmd: Command, files: FileLookup) -> str | None:
     while i < len(argv):
         a = argv[i]
         if a == "-c":
-            return argv[i + 1] if i + 1 < len(argv) else ""
+            return (argv[i + 1] if i + 1 < len(argv) else ""), None, ["-c", *argv[i + 2 :]]
         if a.startswith("-c") and len(a) > 2:
-            return a[2:]
-        if a == "-m":
-            return None
+            return a[2:], None, ["-c", *argv[i + 1 :]]
+        if a == "-m" or (a.startswith("-m") and len(a) > 2):
+            name = argv[i + 1] if a == "-m" and i + 1 < len(argv) else a[2:]
+            rel = name.replace(".", "/") + ".py"
+            path, code = resolve_path(rel, cmd.cwd, files)
+            rest = argv[i + 2 :] if a == "-m" else argv[i + 1 :]
+            return code, path, [path, *rest]
         if a == "-":
-            return cmd.stdin
+            return cmd.stdin, None, ["-", *argv[i + 1 :]]
+        if a in _PY_OPTS_WITH_ARG:
+            i += 2
+            continue
         if a.startswith("-"):
             i += 1
             continue
-        return files(a)
-    return cmd.stdin
+        path, code = resolve_path(a, cmd.cwd, files)
+        return code, path, [a, *argv[i + 1 :]]
+    return cmd.stdin, None, [""]
 
 
 def extract_requests(
-    cmds: list[Command], files: FileLookup, written: dict[str, str] | None = None
+    cmds: list[Command],
+    files: FileLookup,
+    written: dict[str, str] | None = None,
+    modules: ModuleLookup | None = None,
 ) -> list[Request]:
     """Every HTTP request the commands of one step send, in order.
 
-    Files that Python code writes are added to ``written`` when given.
+    Files that Python code writes are added to ``written`` when given;
+    ``modules`` finds modules written earlier that Python code imports
+    (:data:`~monsearch.sandbox.http_python.ModuleLookup`).
     """
     from monsearch.sandbox.http_python import read_python
 
@@ -962,9 +1005,18 @@ def extract_requests(
             elif name in ("nc", "ncat", "netcat", "socat", "telnet"):
                 out.extend(parse_nc(cmd))
             elif _PYTHON.match(name):
-                code = python_source(cmd, files)
-                if code:
-                    py_reqs, py_written = read_python(code, files)
+                inv = python_invocation(cmd, files)
+                code = inv[0] if inv is not None else None
+                if inv is not None and code:
+                    py_reqs, py_written = read_python(
+                        code,
+                        files,
+                        modules=modules,
+                        argv=inv[2],
+                        environ=cmd.env,
+                        script=inv[1],
+                        cwd=cmd.cwd,
+                    )
                     if written is not None:
                         written.update(py_written)
                     for req in py_reqs:

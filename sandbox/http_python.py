@@ -1,19 +1,37 @@
 """HTTP requests in Python code the agent ran, read with :mod:`ast`.
 
-A small abstract interpreter walks the module: it tracks imports and aliases,
-simple assignments (strings, numbers, dicts, lists, f-strings with known parts,
-``+``/``%``/``.format``), ``json.dumps``, ``urlencode``, ``base64``, function
-definitions (inlined at their call sites, bounded depth), ``for`` loops
-(unrolled when short, otherwise one pass with a repeat count), ``while``
-loops, comprehensions and ``executor.map``. Calls that send requests are
-recorded with the loop multiplier in force:
+A small abstract interpreter walks the module (it never runs agent code): it
+tracks imports and aliases, simple assignments (strings, numbers, dicts, lists,
+f-strings with known parts, ``+``/``%``/``.format``), ``json.dumps``,
+``urlencode``, ``base64``, ``urlparse``/``urljoin``, ``os.path``, truth values
+of known data (``if token:``, ``body if body is not None else None``),
+function definitions (inlined at their call sites with their arguments and
+defaults, bounded depth; ``global`` names reach the module), closures,
+``functools.partial``, classes (``__init__``, methods, ``self`` attributes,
+properties, ``super()``, subclasses of ``requests.Session`` that override
+``request``), ``async``/``await`` (coroutines run where they are called),
+``for`` loops (unrolled when short, otherwise one pass with a repeat count),
+``while`` loops, comprehensions and ``executor.map``. Calls that send requests
+are recorded with the loop multiplier in force:
 
 * ``urllib.request.urlopen(url | Request(url, data=, headers=, method=))``,
-  ``Request.add_header``, ``build_opener().open``;
-* ``requests.get/post/.../request``, ``requests.Session()`` (session headers),
-  and the same for ``httpx``;
-* ``http.client.HTTPConnection(host, port).request(method, path, body, headers)``;
-* raw HTTP through ``socket`` (``connect((host, port))`` + ``send``/``sendall``).
+  ``Request.add_header``, ``build_opener().open`` with ``addheaders``,
+  ``install_opener``;
+* ``requests.get/post/.../request``, ``requests.Session()`` (session headers,
+  auth), the same for ``httpx`` (``Client(base_url=)``) and ``aiohttp``;
+* ``http.client.HTTPConnection(host, port)`` / ``HTTPSConnection`` with
+  ``.request(method, path, body, headers)`` or ``putrequest`` / ``putheader`` /
+  ``endheaders`` / ``send``;
+* raw HTTP through ``socket`` (``connect((host, port))`` + ``send``/``sendall``);
+* curl / wget run through ``subprocess`` or ``os.system`` (read as shell).
+
+Modules the agent wrote in earlier steps (``cat > /tmp/client.py``, ``tee``,
+``open(...).write``) are read when imported (``import client``, ``from client
+import get``, packages, ``sys.path`` / ``PYTHONPATH`` / ``os.chdir``, or
+``exec(open(f).read())``), and their functions and classes called like local
+ones. ``sys.argv`` comes from the command line, ``os.environ`` from the
+variables the shell set (``os.environ.get(k, default)`` gives the default),
+``argparse`` defaults and options from both.
 
 Unknown values render as ``{name}`` placeholders (``f"Bearer {token}"``), so the
 request shape survives. Code that does not parse falls back to regexes.
@@ -26,12 +44,20 @@ import base64
 import contextlib
 import functools
 import json
+import posixpath
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urljoin, urlsplit
 
-from monsearch.sandbox.http_extract import Request, normalise_url, parse_raw_http, split_url
+from monsearch.sandbox.http_extract import (
+    ModuleLookup,
+    Request,
+    normalise_url,
+    parse_raw_http,
+    split_url,
+)
 from monsearch.sandbox.shell import UNKNOWN_LOOP_REPEAT, UNROLL_LIMIT
 
 FileLookup = Callable[[str], "str | None"]
@@ -98,6 +124,79 @@ class Func:
         self.closure = closure
 
 
+class LocalMod:
+    """A module the agent wrote earlier (a file) and imported: its global names."""
+
+    __slots__ = ("name", "env")
+
+    def __init__(self, name: str, env: dict[str, Any]):
+        self.name = name
+        self.env = env
+
+
+class Cls:
+    """A class the code defines: its namespace (methods as :class:`Func`) and bases."""
+
+    __slots__ = ("name", "ns", "bases")
+
+    def __init__(self, name: str, ns: dict[str, Any], bases: list[Any]):
+        self.name = name
+        self.ns = ns
+        self.bases = bases
+
+    def mro(self) -> list[Cls]:
+        out: list[Cls] = []
+        todo: list[Cls] = [self]
+        while todo and len(out) < 16:
+            c = todo.pop(0)
+            if c not in out:
+                out.append(c)
+                todo.extend(b for b in c.bases if isinstance(b, Cls))
+        return out
+
+    def lookup(self, name: str, skip: int = 0) -> Any:
+        for c in self.mro()[skip:]:
+            if name in c.ns:
+                return c.ns[name]
+        return None
+
+    def session_base(self) -> Mod | None:
+        """``requests.Session`` / ``httpx.Client`` ... when the class derives from one."""
+        for c in self.mro():
+            for b in c.bases:
+                if isinstance(b, Mod) and b.name.rsplit(".", 1)[-1] in _SESSION_CLASSES:
+                    return b
+        return None
+
+
+class Instance:
+    """An object of a class the code defines; ``session`` when it derives from one."""
+
+    __slots__ = ("cls", "attrs", "session")
+
+    def __init__(self, cls: Cls, session: Obj | None):
+        self.cls = cls
+        self.attrs: dict[str, Any] = {}
+        self.session = session
+
+
+class Super:
+    """``super()`` inside a method: the instance seen past its own class."""
+
+    __slots__ = ("inst",)
+
+    def __init__(self, inst: Instance):
+        self.inst = inst
+
+
+_LIB_CLIENT = {
+    "requests": "python_requests",
+    "httpx": "python_httpx",
+    "aiohttp": "python_aiohttp",
+}
+_SESSION_CLASSES = frozenset({"Session", "session", "Client", "AsyncClient", "ClientSession"})
+
+
 class _Return(Exception):
     def __init__(self, value: Any):
         self.value = value
@@ -138,25 +237,64 @@ def _plain(v: Any) -> Any:
     return _text(v)
 
 
+_OPAQUE = (Unknown, Mod, Obj, Bound, Func, LocalMod, Cls, Instance, Super)
+
+
 def _known(v: Any) -> bool:
-    return not isinstance(v, (Unknown, Mod, Obj, Bound, Func))
+    return not isinstance(v, _OPAQUE)
+
+
+def _truth(v: Any) -> bool | None:
+    """Truth value of ``v`` when the reader can know it, else None.
+
+    Containers count only when non-empty: an empty one may have been filled
+    by code the reader does not follow.
+    """
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return bool(v)
+    if isinstance(v, (list, tuple, dict)) and v:
+        return True
+    return None
 
 
 class _Reader:
-    def __init__(self, files: FileLookup):
+    def __init__(
+        self,
+        files: FileLookup,
+        modules: ModuleLookup | None = None,
+        argv: list[str] | None = None,
+        environ: dict[str, str] | None = None,
+        path: list[str] | None = None,
+    ):
         self.files = files
+        self.modules = modules
         self.out: list[Request] = []
         self.mult = 1
         self.mult_known = True
         self.steps = 0
         self.depth = 0
         self.written: dict[str, str] = {}
+        self.argv = argv
+        self.environ: dict[str, Any] = dict(environ or {})
+        self.sys_path: list[str] = list(path or [""])
+        self.loaded: dict[str, LocalMod | None] = {}
+        self.opener: Obj | None = None
+        self.selves: list[Instance] = []
+        self.shell_calls = 0
+        # Code read from inside other code (subprocess -> python3 -c) gets a smaller budget.
+        self.budget = _MAX_STEPS >> (3 * _NESTING[0])
+
+    def file(self, path: str) -> str | None:
+        """An earlier file's content: written by this code first, then by earlier steps."""
+        if path in self.written:
+            return self.written[path]
+        return self.files(path)
 
     # ------------------------------------------------------------------ statements
     def run(self, body: list[ast.stmt], env: dict[str, Any]) -> None:
         for stmt in body:
             self.steps += 1
-            if self.steps > _MAX_STEPS:
+            if self.steps > self.budget:
                 raise _Budget
             self.stmt(stmt, env)
 
@@ -175,24 +313,26 @@ class _Reader:
             self.assign(node.target, val, env)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             self.imports(node, env)
-        elif isinstance(node, ast.FunctionDef):
-            env[node.name] = Func(node, env)
-        elif isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
-            env[node.name] = Unknown(node.name)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            env[node.name] = Func(node, env)  # type: ignore[arg-type]
+        elif isinstance(node, ast.ClassDef):
+            env[node.name] = self.class_def(node, env)
         elif isinstance(node, ast.Return):
             raise _Return(self.expr(node.value, env) if node.value is not None else None)
         elif isinstance(node, ast.If):
-            test = self.expr(node.test, env)
-            if _known(test) and not isinstance(test, (dict, list, tuple)) and test in (True, False):
+            test = _truth(self.expr(node.test, env))
+            if test is not None:
                 self.run(node.body if test else node.orelse, env)
             else:
                 self.run(node.body, env)
                 self.run(node.orelse, env)
-        elif isinstance(node, ast.For):
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
             self.for_loop(node.target, node.iter, node.body, env)
             self.run(node.orelse, env)
         elif isinstance(node, ast.While):
-            self.while_loop(node, env)
+            if _truth(self.expr(node.test, env)) is not False:
+                self.while_loop(node, env)
+            self.run(node.orelse, env)
         elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
             self.run(node.body, env)  # type: ignore[attr-defined]
             for h in node.handlers:  # type: ignore[attr-defined]
@@ -201,7 +341,7 @@ class _Reader:
                 self.run(h.body, env)
             self.run(node.orelse, env)  # type: ignore[attr-defined]
             self.run(node.finalbody, env)  # type: ignore[attr-defined]
-        elif isinstance(node, ast.With):
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 val = self.expr(item.context_expr, env)
                 if item.optional_vars is not None:
@@ -230,22 +370,108 @@ class _Reader:
         elif isinstance(target, ast.Attribute):
             obj = self.expr(target.value, env)
             if isinstance(obj, Obj):
-                obj.attrs[target.attr] = value
+                obj.attrs["url" if target.attr == "full_url" else target.attr] = value
+            elif isinstance(obj, Instance):
+                if obj.session is not None and target.attr in ("headers", "auth", "base_url"):
+                    obj.session.attrs[target.attr] = value
+                else:
+                    obj.attrs[target.attr] = value
+            elif isinstance(obj, (LocalMod, Cls)):
+                (obj.env if isinstance(obj, LocalMod) else obj.ns)[target.attr] = value
 
     def imports(self, node: ast.Import | ast.ImportFrom, env: dict[str, Any]) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
+                local = self.local_module(alias.name)
                 if alias.asname:
-                    env[alias.asname] = Mod(alias.name)
-                else:
-                    top = alias.name.split(".", 1)[0]
+                    env[alias.asname] = local or Mod(alias.name)
+                    continue
+                top = alias.name.split(".", 1)[0]
+                if local is None:
                     env[top] = Mod(top)
-        else:
-            base = node.module or ""
-            for alias in node.names:
-                env[alias.asname or alias.name] = Mod(
-                    f"{base}.{alias.name}" if base else alias.name
-                )
+                    continue
+                # ``import pkg.client`` binds ``pkg`` with ``client`` reachable from it.
+                parts = alias.name.split(".")
+                head = self.local_module(top) or LocalMod(top, {})
+                env[top] = cur = head
+                for k in range(1, len(parts)):
+                    sub = self.local_module(".".join(parts[: k + 1])) or LocalMod(parts[k], {})
+                    cur.env.setdefault(parts[k], sub)
+                    nxt = cur.env[parts[k]]
+                    if not isinstance(nxt, LocalMod):
+                        break
+                    cur = nxt
+            return
+        base = node.module or ""
+        local = self.local_module(base) if base else None
+        for alias in node.names:
+            if alias.name == "*":
+                if local is not None:
+                    env.update({k: v for k, v in local.env.items() if not k.startswith("_")})
+                continue
+            name = alias.asname or alias.name
+            full = f"{base}.{alias.name}" if base else alias.name
+            if local is not None and alias.name in local.env:
+                env[name] = local.env[alias.name]
+            elif (sub := self.local_module(full)) is not None:
+                env[name] = sub
+            elif local is not None:
+                env[name] = Unknown(full)
+            else:
+                env[name] = Mod(full)
+
+    def local_module(self, name: str) -> LocalMod | None:
+        """A module the agent wrote earlier, read (run) once; None for libraries."""
+        if name in self.loaded:
+            return self.loaded[name]
+        top = name.split(".", 1)[0]
+        if not name or top in _LIBRARIES or top in sys.stdlib_module_names:
+            return None
+        found = self.find_module(name)
+        tree = _parse(found[1]) if found is not None else None
+        if found is None or tree is None or self.depth >= _MAX_DEPTH:
+            self.loaded[name] = None
+            return None
+        mod = LocalMod(name, {"__name__": name, "__file__": found[0]})
+        self.loaded[name] = mod  # before running: circular imports see the partial module
+        self.depth += 1
+        try:
+            self.run(tree.body, mod.env)
+        except _Budget:
+            raise
+        except Exception:  # noqa: BLE001 - a broken module keeps what it defined so far
+            pass
+        finally:
+            self.depth -= 1
+        return mod
+
+    def find_module(self, name: str) -> tuple[str, str] | None:
+        rel = name.replace(".", "/")
+        for d in self.sys_path[:16]:
+            if not isinstance(d, str):
+                continue
+            base = d.rstrip("/") + "/" if d not in ("", ".") else ""
+            for cand in (f"{base}{rel}.py", f"{base}{rel}/__init__.py"):
+                src = self.file(cand)
+                if src is not None:
+                    return cand, src
+        for path, src in self.written.items():
+            if path == f"{rel}.py" or path.endswith(f"/{rel}.py"):
+                return path, src
+        return self.modules(rel) if self.modules is not None else None
+
+    def class_def(self, node: ast.ClassDef, env: dict[str, Any]) -> Cls:
+        bases = [self.expr(b, env) for b in node.bases]
+        local = dict(env)
+        with contextlib.suppress(_Return, _LoopExit):
+            self.run(node.body, local)
+        ns: dict[str, Any] = {}
+        for k, v in local.items():
+            if k in env and env[k] is v:
+                continue
+            # Methods see the module's globals, not the class body's names.
+            ns[k] = Func(v.node, env) if isinstance(v, Func) else v
+        return Cls(node.name, ns, bases)
 
     def for_loop(
         self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt], env: dict[str, Any]
@@ -318,7 +544,7 @@ class _Reader:
         if node is None:
             return None
         self.steps += 1
-        if self.steps > _MAX_STEPS:
+        if self.steps > self.budget:
             raise _Budget
         if isinstance(node, ast.Constant):
             v = node.value
@@ -398,8 +624,8 @@ class _Reader:
             self.comprehension(node, env)
             return Unknown(node=node)
         if isinstance(node, ast.IfExp):
-            test = self.expr(node.test, env)
-            if test is True or test is False:
+            test = _truth(self.expr(node.test, env))
+            if test is not None:
                 return self.expr(node.body if test else node.orelse, env)
             body = self.expr(node.body, env)
             self.expr(node.orelse, env)
@@ -407,19 +633,29 @@ class _Reader:
         if isinstance(node, ast.BoolOp):
             vals = [self.expr(v, env) for v in node.values]
             if isinstance(node.op, ast.Or):
+                # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
                 for v in vals:
-                    if isinstance(v, Unknown):
+                    t = _truth(v)
+                    if t is None:
                         return v
-                    if v:
+                    if t:
                         return v
                 return vals[-1]
             for v in vals:
-                if isinstance(v, Unknown) or not v:
+                t = _truth(v)
+                if t is None and not _known(v) and not isinstance(v, Unknown):
+                    continue  # objects (sessions, responses) are true
+                if t is not True:
                     return v
             return vals[-1]
         if isinstance(node, ast.Compare):
             left = self.expr(node.left, env)
             rights = [self.expr(c, env) for c in node.comparators]
+            if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+                same = _identical(left, rights[0])
+                if same is not None:
+                    return same if isinstance(node.ops[0], ast.Is) else not same
+                return Unknown(node=node)
             if len(rights) == 1 and _known(left) and _known(rights[0]):
                 try:
                     return _compare(node.ops[0], left, rights[0])
@@ -430,8 +666,8 @@ class _Reader:
             v = self.expr(node.operand, env)
             if isinstance(node.op, ast.USub) and isinstance(v, (int, float)):
                 return -v
-            if isinstance(node.op, ast.Not) and _known(v):
-                return not v
+            if isinstance(node.op, ast.Not) and (t := _truth(v)) is not None:
+                return not t
             return Unknown(node=node)
         if isinstance(node, ast.Lambda):
             return Func(node, env)
@@ -465,7 +701,7 @@ class _Reader:
             if items is not None and count <= UNROLL_LIMIT:
                 for it in items:
                     self.assign(gen.target, it, local)
-                    if all(self.expr(c, local) is not False for c in gen.ifs):
+                    if all(_truth(self.expr(c, local)) is not False for c in gen.ifs):
                         walk(k + 1)
             elif count:
                 self.mult = min(self.mult * count, _MAX_REPEAT)
@@ -533,11 +769,46 @@ class _Reader:
     def attribute(self, obj: Any, name: str, node: ast.AST) -> Any:
         if isinstance(obj, Mod):
             full = f"{obj.name}.{name}"
+            if full == "sys.argv":
+                return list(self.argv) if self.argv is not None else Unknown("sys.argv")
+            if full == "os.environ":
+                return self.environ
+            if full == "sys.path":
+                return self.sys_path
             return _MODULE_CONSTS.get(full, Mod(full))
         if isinstance(obj, Obj):
             if name in obj.attrs:
                 return obj.attrs[name]
+            if name == "full_url" and "url" in obj.attrs:
+                return obj.attrs["url"]
             return Bound(obj, name)
+        if isinstance(obj, LocalMod):
+            if name in obj.env:
+                return obj.env[name]
+            return self.local_module(f"{obj.name}.{name}") or Unknown(node=node)
+        if isinstance(obj, Instance):
+            if name in obj.attrs:
+                return obj.attrs[name]
+            found = obj.cls.lookup(name)
+            if isinstance(found, Func):
+                deco = _decorators(found)
+                if "property" in deco:
+                    return self.call_func(found, [obj], {})
+                if "staticmethod" in deco:
+                    return found
+                return Bound(obj, name)
+            if found is not None:
+                return found
+            if obj.session is not None:
+                if name in obj.session.attrs:
+                    return obj.session.attrs[name]
+                return Bound(obj, name)
+            return Bound(obj, name)
+        if isinstance(obj, Super):
+            return Bound(obj, name)
+        if isinstance(obj, Cls):
+            found = obj.lookup(name)
+            return found if found is not None else Unknown(node=node)
         if isinstance(obj, (str, dict, list, bytes)):
             return Bound(obj, name)
         return Unknown(node=node)
@@ -545,6 +816,19 @@ class _Reader:
     # ------------------------------------------------------------------ calls
     def call(self, node: ast.Call, env: dict[str, Any]) -> Any:
         func = self.expr(node.func, env)
+        if isinstance(node.func, ast.Name) and node.func.id == "exec" and "exec" not in env:
+            # exec(open("/tmp/client.py").read()): the file's code runs in these globals.
+            code = self.expr(node.args[0], env) if node.args else None
+            tree = _parse(code) if isinstance(code, str) else None
+            if tree is not None and self.depth < _MAX_DEPTH:
+                self.depth += 1
+                try:
+                    self.run(tree.body, env)
+                except (_Return, _LoopExit):
+                    pass
+                finally:
+                    self.depth -= 1
+            return None
         args: list[Any] = []
         for a in node.args:
             if isinstance(a, ast.Starred):
@@ -560,18 +844,87 @@ class _Reader:
                     kwargs.update({str(k): x for k, x in v.items()})
             else:
                 kwargs[kw.arg] = v
+        return self.invoke(func, args, kwargs, node)
+
+    def invoke(self, func: Any, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+        """Call the value ``func`` (a function, module function, method, class ...)."""
         if isinstance(func, Func):
             return self.call_func(func, args, kwargs)
+        if isinstance(func, Obj) and func.kind == "partial" and self.depth < _MAX_DEPTH:
+            a = func.attrs
+            self.depth += 1
+            try:
+                return self.invoke(a["func"], [*a["args"], *args], {**a["kwargs"], **kwargs}, node)
+            finally:
+                self.depth -= 1
         if isinstance(func, Mod):
             return self.call_mod(func.name, args, kwargs, node)
         if isinstance(func, Bound):
-            return self.call_method(func.obj, func.name, args, kwargs, node)
+            obj = func.obj
+            if isinstance(obj, (Instance, Super)):
+                return self.call_instance(obj, func.name, args, kwargs, node)
+            return self.call_method(obj, func.name, args, kwargs, node)
+        if isinstance(func, Cls):
+            return self.instantiate(func, args, kwargs)
         if callable(func) and func in _BUILTIN_FUNCS:
             try:
                 return func(self, args, kwargs)
             except (TypeError, ValueError, IndexError, KeyError, OverflowError):
                 return Unknown(node=node)
         return Unknown(node=node)
+
+    def instantiate(self, cls: Cls, args: list[Any], kwargs: dict[str, Any]) -> Instance:
+        base = cls.session_base()
+        session = None
+        if base is not None:
+            session = self.call_mod(base.name, [], {}, None)
+            if not isinstance(session, Obj):
+                session = None
+        inst = Instance(cls, session)
+        init = cls.lookup("__init__")
+        if isinstance(init, Func):
+            self.selves.append(inst)
+            try:
+                self.call_func(init, [inst, *args], kwargs)
+            finally:
+                self.selves.pop()
+        return inst
+
+    def call_instance(
+        self,
+        obj: Instance | Super,
+        name: str,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        node: ast.Call | None,
+    ) -> Any:
+        inst = obj.inst if isinstance(obj, Super) else obj
+        found = inst.cls.lookup(name, skip=1 if isinstance(obj, Super) else 0)
+        if isinstance(found, Func):
+            deco = _decorators(found)
+            if "staticmethod" in deco:
+                return self.call_func(found, args, kwargs)
+            first: Any = inst.cls if "classmethod" in deco else inst
+            self.selves.append(inst)
+            try:
+                return self.call_func(found, [first, *args], kwargs)
+            finally:
+                self.selves.pop()
+        if isinstance(found, Cls):
+            return self.instantiate(found, args, kwargs)
+        if inst.session is None:
+            return Unknown(name)
+        if not isinstance(obj, Super) and name in _METHODS:
+            # requests' Session.get(...) goes through self.request(...): honour an override.
+            override = inst.cls.lookup("request")
+            if isinstance(override, Func):
+                url = args[0] if args else kwargs.pop("url", None)
+                self.selves.append(inst)
+                try:
+                    return self.call_func(override, [inst, name.upper(), url, *args[1:]], kwargs)
+                finally:
+                    self.selves.pop()
+        return self.call_method(inst.session, name, args, kwargs, node)
 
     def call_func(self, func: Func, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if self.depth >= _MAX_DEPTH:
@@ -612,8 +965,14 @@ class _Reader:
             return None
         finally:
             self.depth -= 1
+            # ``global TOKEN`` inside the function: its assignments reach the module.
+            for name in _globals_of(fn):
+                if name in local:
+                    func.closure[name] = local[name]
 
-    def call_mod(self, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+    def call_mod(
+        self, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call | None
+    ) -> Any:
         short = name.split(".")
         last = short[-1]
         lib = short[0]
@@ -635,7 +994,7 @@ class _Reader:
             method = args[0] if args else kwargs.get("method", "GET")
             url = args[1] if len(args) > 1 else kwargs.get("url")
             return self.send_lib(lib, _text(method).upper(), url, kwargs, {})
-        if lib in ("requests", "httpx") and last in ("Session", "session", "Client", "AsyncClient"):
+        if lib in ("requests", "httpx", "aiohttp") and last in _SESSION_CLASSES:
             headers = kwargs.get("headers")
             return Obj(
                 "session",
@@ -652,6 +1011,8 @@ class _Reader:
         ):
             host = _text(args[0]) if args else _text(kwargs.get("host", ""))
             port = args[1] if len(args) > 1 else kwargs.get("port")
+            if isinstance(port, str) and port.isdigit():
+                port = int(port)
             scheme = "https" if name.endswith("HTTPSConnection") else "http"
             return Obj(
                 "conn",
@@ -659,7 +1020,39 @@ class _Reader:
                 port=port if isinstance(port, int) else None,
                 scheme=scheme,
                 pending=None,
+                last=None,
             )
+        if name.startswith("os.path.") and args and all(isinstance(a, str) for a in args):
+            return _os_path(last, args)
+        if name == "os.chdir" and args and isinstance(args[0], str):
+            self.sys_path.insert(0, args[0])
+            return None
+        if name in ("os.getenv", "os.environ.get") and args:
+            key = _text(args[0])
+            if key in self.environ:
+                return self.environ[key]
+            return args[1] if len(args) > 1 else kwargs.get("default", Unknown(key))
+        if name in ("urllib.parse.urlparse", "urllib.parse.urlsplit", "urlparse.urlparse"):
+            return _url_parts(args[0] if args else kwargs.get("url"))
+        if name in ("urllib.parse.urljoin", "urlparse.urljoin") and len(args) >= 2:
+            return _urljoin(args[0], args[1])
+        if name in _SHELL_CALLS:
+            return self.shell_out(name, args, kwargs)
+        if name in ("asyncio.run", "asyncio.wait_for", "asyncio.ensure_future") and args:
+            return args[0]
+        if name in ("asyncio.gather", "asyncio.wait"):
+            return list(args)
+        if name in ("asyncio.get_event_loop", "asyncio.new_event_loop"):
+            return Obj("loop")
+        if name in ("urllib.request.install_opener", "urllib2.install_opener") and args:
+            self.opener = args[0] if isinstance(args[0], Obj) else None
+            return None
+        if name == "functools.partial" and args:
+            return Obj("partial", func=args[0], args=list(args[1:]), kwargs=dict(kwargs))
+        if name in ("argparse.ArgumentParser", "optparse.OptionParser"):
+            return Obj("argparser", specs=[])
+        if name in ("importlib.import_module",) and args and isinstance(args[0], str):
+            return self.local_module(args[0]) or Mod(args[0])
         if name in ("socket.socket",):
             return Obj("socket", host=None, port=None)
         if name == "socket.create_connection":
@@ -755,6 +1148,41 @@ class _Reader:
             return self.product(args, kwargs)
         return Unknown(node=node)
 
+    def shell_out(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """``subprocess.run(["curl", ...])`` / ``os.system("curl ...")``: the shell's requests."""
+        cmd = args[0] if args else kwargs.get("args", kwargs.get("cmd"))
+        self.shell_calls += 1
+        if _NESTING[0] >= 2 or cmd is None or self.shell_calls > 64:
+            return Unknown(name)
+        from monsearch.sandbox.http_extract import extract_requests
+        from monsearch.sandbox.shell import Command, run_script
+
+        stdin = kwargs.get("input")
+        _NESTING[0] += 1
+        try:
+            if isinstance(cmd, (list, tuple)):
+                argv = [_text(a) for a in cmd]
+                if (
+                    len(argv) >= 3
+                    and argv[0].rsplit("/", 1)[-1] in ("bash", "sh")
+                    and (argv[1] == "-c")
+                ):
+                    cmds, _ = run_script(argv[2], self.file)
+                else:
+                    cmds = [Command(argv=argv, raw=" ".join(argv))]
+            else:
+                cmds, _ = run_script(_text(cmd), self.file)
+            if isinstance(stdin, str) and len(cmds) == 1 and cmds[0].stdin is None:
+                cmds[0].stdin = stdin
+            for req in extract_requests(cmds, self.file):
+                req.repeat = min(req.repeat * self.mult, _MAX_REPEAT)
+                req.repeat_known = req.repeat_known and self.mult_known
+                if len(self.out) < 2000:
+                    self.out.append(req)
+        finally:
+            _NESTING[0] -= 1
+        return Obj("response") if name != "os.system" else Unknown(name)
+
     def product(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
         total = 1
         for a in args:
@@ -765,7 +1193,7 @@ class _Reader:
         return Obj("lazy_iter", count=total, first=first)
 
     def call_method(
-        self, obj: Any, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call
+        self, obj: Any, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call | None
     ) -> Any:
         if isinstance(obj, str):
             return _str_method(obj, name, args, kwargs)
@@ -777,6 +1205,8 @@ class _Reader:
                 obj.update({k: v for k, v in kwargs.items()})
                 return None
             if name == "get" and args:
+                if obj is self.environ and len(args) == 1 and args[0] not in obj:
+                    return Unknown(_text(args[0]))  # the process environment may have it
                 return obj.get(args[0], args[1] if len(args) > 1 else None)
             if name == "copy":
                 return dict(obj)
@@ -790,6 +1220,8 @@ class _Reader:
                 obj.append(args[0])
             elif name == "extend" and args and isinstance(args[0], (list, tuple)):
                 obj.extend(args[0])
+            elif name == "insert" and len(args) >= 2 and isinstance(args[0], int):
+                obj.insert(args[0], args[1])
             return None
         if not isinstance(obj, Obj):
             return Unknown(node=node)
@@ -799,7 +1231,17 @@ class _Reader:
                 obj.attrs["headers"][_text(args[0])] = args[1]
             return None
         if kind == "opener" and name == "open":
-            return self.urlopen(args, kwargs)
+            return self.urlopen(args, kwargs, obj)
+        if kind == "loop" and name == "run_until_complete" and args:
+            return args[0]
+        if kind == "argparser":
+            if name in ("add_argument", "add_option"):
+                obj.attrs["specs"].append((args, kwargs))
+                return None
+            if name in ("parse_args", "parse_known_args"):
+                ns = _parse_cli(obj.attrs["specs"], self.argv)
+                return (ns, []) if name == "parse_known_args" else ns
+            return Unknown(node=node)
         if kind == "session":
             if name in _METHODS:
                 return self.send_lib(
@@ -822,7 +1264,7 @@ class _Reader:
                 path = _text(args[1]) if len(args) > 1 else _text(kwargs.get("url", "/"))
                 body = args[2] if len(args) > 2 else kwargs.get("body")
                 headers = args[3] if len(args) > 3 else kwargs.get("headers", {})
-                self.emit_conn(
+                obj.attrs["last"] = self.emit_conn(
                     obj, method, path, body, headers if isinstance(headers, dict) else {}
                 )
             elif name == "putrequest":
@@ -835,8 +1277,15 @@ class _Reader:
                 obj.attrs["pending"][2][_text(args[0])] = args[1]
             elif name == "endheaders" and obj.attrs.get("pending"):
                 m, p, h = obj.attrs["pending"]
-                self.emit_conn(obj, m, p, args[0] if args else kwargs.get("message_body"), h)
+                body = args[0] if args else kwargs.get("message_body")
+                obj.attrs["last"] = self.emit_conn(obj, m, p, body, h)
                 obj.attrs["pending"] = None
+            elif name == "send" and args and isinstance(obj.attrs.get("last"), Request):
+                # putrequest / putheader / endheaders, then the body with send().
+                last: Request = obj.attrs["last"]
+                last.body += _text(args[0])
+            elif name == "set_tunnel":
+                pass
             elif name == "getresponse":
                 return Obj("response")
             return None
@@ -927,13 +1376,22 @@ class _Reader:
             method=method,
         )
 
-    def urlopen(self, args: list[Any], kwargs: dict[str, Any]) -> Obj:
-        target = args[0] if args else kwargs.get("url")
+    def urlopen(self, args: list[Any], kwargs: dict[str, Any], opener: Obj | None = None) -> Obj:
+        target = args[0] if args else kwargs.get("url", kwargs.get("fullurl"))
         data = args[1] if len(args) > 1 else kwargs.get("data")
+        opener = opener or self.opener
+        extra: dict[Any, Any] = {}
+        added = opener.attrs.get("addheaders") if opener is not None else None
+        if isinstance(added, (list, tuple)):
+            for pair in added:
+                if isinstance(pair, (list, tuple)) and len(pair) == 2:
+                    extra[_text(pair[0])] = pair[1]
         if isinstance(target, Obj) and target.kind == "request":
             a = target.attrs
             body = a.get("data") if data is None else data
             method = a.get("method")
+            if isinstance(a.get("get_method"), Func):
+                method = self.call_func(a["get_method"], [], {})
             method_s = (
                 _text(method).upper()
                 if method is not None and _known(method)
@@ -941,17 +1399,19 @@ class _Reader:
             )
             if isinstance(method, Unknown):
                 method_s = "{" + method.text + "}"
-            self.record_parts("python_urllib", method_s, a.get("url"), a.get("headers", {}), body)
+            headers = a.get("headers", {})
+            if extra:
+                headers = {**extra, **headers} if isinstance(headers, dict) else extra
+            self.record_parts("python_urllib", method_s, a.get("url"), headers, body)
         else:
-            self.record_parts(
-                "python_urllib", "POST" if data is not None else "GET", target, {}, data
-            )
+            method_s = "POST" if data is not None else "GET"
+            self.record_parts("python_urllib", method_s, target, extra, data)
         return Obj("response")
 
     def send_lib(
         self, lib: str, method: str, url: Any, kwargs: dict[str, Any], session: dict[str, Any]
     ) -> Obj:
-        client = "python_requests" if lib == "requests" else "python_httpx"
+        client = _LIB_CLIENT.get(lib, "python_httpx")
         headers = dict(session.get("headers") or {})
         if isinstance(kwargs.get("headers"), dict):
             headers.update(kwargs["headers"])
@@ -1023,7 +1483,7 @@ class _Reader:
 
     def emit_conn(
         self, conn: Obj, method: str, path: str, body: Any, headers: dict[Any, Any]
-    ) -> None:
+    ) -> Request | None:
         host = conn.attrs.get("host", "")
         port = conn.attrs.get("port")
         hp = host if "://" in host else f"{conn.attrs['scheme']}://{host}"
@@ -1034,7 +1494,7 @@ class _Reader:
             if path.startswith(("http://", "https://"))
             else hp + (path if path.startswith("/") else "/" + path)
         )
-        self.record_parts("python_http_client", method.upper(), url, headers, body)
+        return self.record_parts("python_http_client", method.upper(), url, headers, body)
 
     def record_parts(
         self, client: str, method: str, url: Any, headers: dict[Any, Any], body: Any
@@ -1083,6 +1543,218 @@ class _LoopExit(Exception):
     pass
 
 
+#: Top-level modules that are never the agent's own file (besides the standard library).
+_LIBRARIES = frozenset(
+    [
+        "requests",
+        "httpx",
+        "urllib3",
+        "aiohttp",
+        "bs4",
+        "lxml",
+        "jwt",
+        "yaml",
+        "numpy",
+        "pandas",
+        "websocket",
+        "websockets",
+        "paramiko",
+        "pwn",
+        "Crypto",
+        "cryptography",
+        "flask",
+        "django",
+        "fastapi",
+        "pydantic",
+        "click",
+        "rich",
+        "tqdm",
+        "colorama",
+        "termcolor",
+        "dns",
+        "scapy",
+        "socks",
+        "certifi",
+        "chardet",
+        "charset_normalizer",
+        "idna",
+        "simplejson",
+        "ujson",
+        "orjson",
+        "jose",
+        "itsdangerous",
+        "werkzeug",
+        "jinja2",
+        "boto3",
+        "botocore",
+        "grpc",
+        "gql",
+        "selenium",
+        "playwright",
+        "mechanize",
+        "pycurl",
+        "httplib2",
+        "sseclient",
+        "urllib2",
+        "httplib",
+        "urlparse",
+    ]
+)
+_SHELL_CALLS = frozenset(
+    {
+        "subprocess.run",
+        "subprocess.call",
+        "subprocess.check_call",
+        "subprocess.check_output",
+        "subprocess.Popen",
+        "subprocess.getoutput",
+        "subprocess.getstatusoutput",
+        "os.system",
+        "os.popen",
+        "commands.getoutput",
+    }
+)
+#: Nesting of Python -> shell -> Python readings (subprocess running python3 -c ...).
+_NESTING = [0]
+
+
+_GLOBALS: dict[int, tuple[ast.AST, tuple[str, ...]]] = {}
+
+
+def _globals_of(fn: ast.AST) -> tuple[str, ...]:
+    """Names a function declares ``global`` (not in nested functions), cached per node."""
+    hit = _GLOBALS.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    names: list[str] = []
+    todo = list(getattr(fn, "body", ()) if not isinstance(fn, ast.Lambda) else ())
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Global):
+            names.extend(node.names)
+        elif not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+        ):
+            todo.extend(ast.iter_child_nodes(node))
+    if len(_GLOBALS) > 4096:
+        _GLOBALS.clear()
+    _GLOBALS[id(fn)] = (fn, tuple(names))
+    return _GLOBALS[id(fn)][1]
+
+
+def _decorators(func: Func) -> frozenset[str]:
+    node = func.node
+    names = set()
+    for d in getattr(node, "decorator_list", ()):
+        if isinstance(d, ast.Name):
+            names.add(d.id)
+        elif isinstance(d, ast.Attribute):
+            names.add(d.attr)
+    return frozenset(names)
+
+
+def _parse_cli(specs: list[tuple[list[Any], dict[str, Any]]], argv: list[str] | None) -> Obj:
+    """``argparse`` arguments: defaults, then ``--opt value`` / ``--opt=value`` / positionals
+    from ``argv`` when known (unknown positionals stay unknown)."""
+    values: dict[str, Any] = {}
+    options: dict[str, tuple[str, dict[str, Any]]] = {}
+    positional: list[tuple[str, dict[str, Any]]] = []
+    for args, kw in specs:
+        names = [a for a in args if isinstance(a, str)]
+        if not names:
+            continue
+        longest = max(names, key=len)
+        dest = kw.get("dest") if isinstance(kw.get("dest"), str) else longest.lstrip("-")
+        dest = dest.replace("-", "_")
+        if names[0].startswith("-"):
+            action = kw.get("action")
+            default = kw.get("default", False if action == "store_true" else None)
+            values[dest] = default
+            for n in names:
+                options[n] = (dest, kw)
+        else:
+            values[dest] = kw.get("default", Unknown(dest))
+            positional.append((dest, kw))
+    if argv is not None:
+        rest = list(argv[1:])
+        k = 0
+        while rest and k < 256:
+            k += 1
+            tok = rest.pop(0)
+            name, eq, inline = tok.partition("=")
+            if tok.startswith("-") and name in options:
+                dest, kw = options[name]
+                if kw.get("action") in ("store_true", "store_false"):
+                    values[dest] = kw.get("action") == "store_true"
+                elif eq:
+                    values[dest] = _cli_value(inline, kw)
+                elif rest:
+                    values[dest] = _cli_value(rest.pop(0), kw)
+            elif not tok.startswith("-") and positional:
+                dest, kw = positional.pop(0)
+                values[dest] = _cli_value(tok, kw)
+    return Obj("namespace", **values)
+
+
+def _cli_value(text: str, kw: dict[str, Any]) -> Any:
+    if kw.get("type") is _b_int:
+        with contextlib.suppress(ValueError):
+            return int(text)
+    return text
+
+
+def _os_path(name: str, args: list[str]) -> Any:
+    try:
+        if name == "join":
+            return posixpath.join(*args)
+        if name in ("dirname", "basename", "normpath"):
+            return getattr(posixpath, name)(args[0])
+        if name in ("abspath", "realpath"):
+            a = args[0]
+            return (
+                posixpath.normpath(a)
+                if a.startswith("/")
+                else posixpath.normpath(posixpath.join("/workspace", a))
+            )
+        if name == "expanduser":
+            return "/root" + args[0][1:] if args[0].startswith("~") else args[0]
+    except (TypeError, ValueError, IndexError):
+        pass
+    return Unknown(f"os.path.{name}")
+
+
+def _url_parts(url: Any) -> Any:
+    if not isinstance(url, str):
+        return Unknown("urlparse")
+    try:
+        sp = urlsplit(url)
+        port = sp.port
+    except ValueError:
+        return Unknown("urlparse")
+    return Obj(
+        "urlparts",
+        scheme=sp.scheme,
+        netloc=sp.netloc,
+        hostname=sp.hostname,
+        port=port,
+        path=sp.path,
+        query=sp.query,
+        fragment=sp.fragment,
+        username=sp.username,
+        password=sp.password,
+    )
+
+
+def _urljoin(base: Any, rel: Any) -> Any:
+    if not isinstance(base, str):
+        return Unknown("urljoin")
+    mark = "\x00rel\x00"
+    try:
+        return urljoin(base, rel if isinstance(rel, str) else mark).replace(mark, _text(rel))
+    except ValueError:
+        return Unknown("urljoin")
+
+
 _MODULE_CONSTS: dict[str, Any] = {
     "string.ascii_lowercase": "abcdefghijklmnopqrstuvwxyz",
     "string.ascii_uppercase": "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
@@ -1090,6 +1762,16 @@ _MODULE_CONSTS: dict[str, Any] = {
     "string.digits": "0123456789",
     "string.hexdigits": "0123456789abcdefABCDEF",
 }
+
+
+def _identical(a: Any, b: Any) -> bool | None:
+    """``a is b`` for ``None`` / ``True`` / ``False`` comparisons, when knowable."""
+    for x, y in ((a, b), (b, a)):
+        if y is None or isinstance(y, bool):
+            if isinstance(x, Unknown):
+                return None
+            return x is y
+    return None
 
 
 def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
@@ -1113,8 +1795,10 @@ def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
 
 
 def _str_method(s: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
-    if name in ("encode", "decode", "strip", "rstrip", "lstrip") and not args:
-        return getattr(s, name)() if name not in ("encode", "decode") else s
+    if name in ("encode", "decode"):
+        return s
+    if name in ("strip", "rstrip", "lstrip") and not args:
+        return getattr(s, name)()
     if name in ("upper", "lower", "title", "capitalize"):
         return getattr(s, name)()
     if name in ("strip", "rstrip", "lstrip") and args and isinstance(args[0], str):
@@ -1211,6 +1895,37 @@ def _b_print(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
     return None
 
 
+def _b_super(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if len(args) >= 2 and isinstance(args[1], Instance):
+        return Super(args[1])
+    return Super(r.selves[-1]) if r.selves else Unknown("super")
+
+
+def _b_dict(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    out: dict[Any, Any] = {}
+    if args and isinstance(args[0], dict):
+        out.update(args[0])
+    elif args and isinstance(args[0], (list, tuple)):
+        for pair in args[0]:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2 and _known(pair[0]):
+                out[pair[0]] = pair[1]
+    elif args:
+        return Unknown("dict")
+    out.update(kwargs)
+    return out
+
+
+def _b_getattr(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    # getattr(requests, method.lower())(url, ...)
+    if len(args) >= 2 and isinstance(args[1], str):
+        return r.attribute(args[0], args[1], ast.Constant(args[1]))
+    return args[2] if len(args) > 2 else Unknown("getattr")
+
+
+def _b_bytes(r: _Reader, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    return _text(args[0]) if args and isinstance(args[0], str) else Unknown("bytes")
+
+
 _BUILTIN_FUNCS = {
     _b_range,
     _b_str,
@@ -1222,6 +1937,10 @@ _BUILTIN_FUNCS = {
     _b_map,
     _b_list,
     _b_print,
+    _b_super,
+    _b_dict,
+    _b_getattr,
+    _b_bytes,
 }
 _BUILTINS: dict[str, Any] = {
     "range": _b_range,
@@ -1235,6 +1954,11 @@ _BUILTINS: dict[str, Any] = {
     "list": _b_list,
     "tuple": _b_list,
     "print": _b_print,
+    "super": _b_super,
+    "dict": _b_dict,
+    "getattr": _b_getattr,
+    "bytes": _b_bytes,
+    "bytearray": _b_bytes,
     "True": True,
     "False": False,
     "None": None,
@@ -1291,23 +2015,96 @@ def _parse(code: str) -> ast.Module | None:
         return None
 
 
-def read_python(code: str, files: FileLookup | None = None) -> tuple[list[Request], dict[str, str]]:
+def read_python(
+    code: str,
+    files: FileLookup | None = None,
+    *,
+    modules: ModuleLookup | None = None,
+    argv: list[str] | None = None,
+    environ: dict[str, str] | None = None,
+    script: str | None = None,
+    cwd: str | None = None,
+    session: list[str] | None = None,
+) -> tuple[list[Request], dict[str, str]]:
     """The HTTP requests a Python program sends, in order, and the files it
-    writes with ``open(path, "w").write(...)`` (known content). Never raises."""
+    writes with ``open(path, "w").write(...)`` (known content). Never raises.
+
+    ``files`` gives the content of files written earlier (scripts, uploads, and
+    modules the code imports: ``import client`` finds ``client.py`` in the
+    script's folder, ``sys.path`` / ``PYTHONPATH`` folders, or else through
+    ``modules``); ``argv`` is ``sys.argv`` when known, ``environ`` the
+    variables the shell set, ``script`` the path of the file being run and
+    ``cwd`` the folder it runs in, when known. ``session`` holds the earlier
+    cells of a notebook-like Python tool: the imports, functions, classes and
+    assignments they define are in scope (their requests are not repeated).
+    """
     if not code:
         return [], {}
-    sends = any(k in code for k in ("http", "socket", "urlopen", "requests", "Request"))
-    if not sends and "open(" not in code:
+    sends = any(k in code for k in _SEND_WORDS)
+    if not sends and "open(" not in code and not session and not _imports_own_module(code):
         return [], {}
     tree = _parse(code)
     if tree is None:
         return (_regex_requests(code) if sends else []), {}
-    reader = _Reader(files if files is not None else (lambda _p: None))
+    path = [posixpath.dirname(script) if script and "/" in script else (cwd or "")]
+    pythonpath = (environ or {}).get("PYTHONPATH", "")
+    path += [d for d in pythonpath.split(":") if d]
+    reader = _Reader(
+        files if files is not None else (lambda _p: None), modules, argv, environ, path
+    )
+    env: dict[str, Any] = {"__name__": "__main__", "__file__": script or "<stdin>"}
+    if session:
+        _replay_cells(reader, session, env)
     # Whatever was read before a failure or the step budget is still kept.
     with contextlib.suppress(Exception):
-        reader.run(tree.body, {})
+        reader.run(tree.body, env)
     reqs = [r for r in reader.out if split_url(r.url).host or r.url.startswith("file:")]
     return reqs, reader.written
+
+
+_DEFINING = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+)
+
+
+def _replay_cells(reader: _Reader, cells: list[str], env: dict[str, Any]) -> None:
+    """Run the defining statements of earlier notebook cells, recording nothing."""
+    for cell in cells[-32:]:
+        tree = _parse(cell)
+        if tree is None:
+            continue
+        body = [st for st in tree.body if isinstance(st, _DEFINING)]
+        with contextlib.suppress(Exception):
+            reader.run(body, env)
+    del reader.out[:]
+    reader.written.clear()
+    reader.steps = 0
+
+
+_IMPORT_NAME = re.compile(r"^[ \t]*(?:from[ \t]+(\w+)|import[ \t]+([\w ,.\t]+))", re.M)
+
+
+def _imports_own_module(code: str) -> bool:
+    """Whether ``code`` imports something that is neither a library nor the stdlib."""
+    if "import" not in code:
+        return False
+    for m in _IMPORT_NAME.finditer(code):
+        names = [m.group(1)] if m.group(1) else m.group(2).split(",")
+        for name in names:
+            words = name.split()
+            top = words[0].split(".", 1)[0] if words else ""
+            if top and top not in _LIBRARIES and top not in sys.stdlib_module_names:
+                return True
+    return False
+
+
+_SEND_WORDS = ("http", "socket", "urlopen", "requests", "Request", "curl", "wget", "exec(")
 
 
 def python_requests(code: str, files: FileLookup | None = None) -> list[Request]:

@@ -72,6 +72,7 @@ class Command:
     pipes_to: bool = False
     env: dict[str, str] = field(default_factory=dict)
     output: str | None = None  # statically known stdout (echo/printf/cat of known data)
+    cwd: str | None = None  # the folder of the last ``cd`` before it in the same text
 
 
 # --------------------------------------------------------------------------- tokens
@@ -774,12 +775,16 @@ class _Interp:
         self.funcs: dict[str, list[object]] = {}
         self.depth = 0
         self.written: dict[str, str] = {}
+        self.cwd: str | None = None
 
     # -- helpers
     def lookup_file(self, path: str) -> str | None:
         if path in self.written:
             return self.written[path]
-        return self.files(path) if self.files else None
+        found = self.files(path) if self.files else None
+        if found is None and self.cwd and path and not path.startswith(("/", "~", "$")):
+            return self.lookup_file(self.cwd.rstrip("/") + "/" + path)
+        return found
 
     def make_subst(self, env: dict[str, str], repeat: int) -> Callable[[str], str | None]:
         def subst(inner: str) -> str | None:
@@ -1030,7 +1035,9 @@ class _Interp:
             finally:
                 self.depth -= 1
             return
-        cmd = Command(argv=argv, raw=node.raw, repeat=repeat, background=bg, env=cmd_env)
+        cmd = Command(
+            argv=argv, raw=node.raw, repeat=repeat, background=bg, env=cmd_env, cwd=self.cwd
+        )
         if prev is not None:
             cmd.piped_from = prev
             if prev.output is not None:
@@ -1116,6 +1123,8 @@ class _Interp:
         cmd.argv = argv
         if not argv:
             return
+        if argv[0] in ("cd", "pushd"):
+            self.cwd = _change_dir(self.cwd, argv[1:])
         cmd.output = _static_output(cmd, self.lookup_file)
         if cmd.stdout_file:
             content = (
@@ -1256,6 +1265,32 @@ def _mentions(nodes: list[object], var: str) -> bool:
         elif isinstance(node, (Group, FuncDef)):
             stack.extend(node.body)
     return False
+
+
+def _change_dir(cwd: str | None, args: list[str]) -> str | None:
+    """The folder after ``cd args`` from ``cwd`` (None: the shell's start folder)."""
+    args = [a for a in args if not a.startswith("-") or a == "-"]
+    if not args or args[0] in ("~", "$HOME"):
+        return "/root"
+    target = args[0]
+    if target == "-" or "$" in target:
+        return None
+    if target.startswith("~/"):
+        target = "/root" + target[1:]
+    if not target.startswith("/"):
+        if cwd is None:
+            return None
+        target = cwd.rstrip("/") + "/" + target
+    parts: list[str] = []
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+        else:
+            parts.append(part)
+    return "/" + "/".join(parts)
 
 
 def _drop_options(argv: list[str], takes_arg: set[str] | None = None) -> list[str]:

@@ -62,7 +62,7 @@ Schema (every field is always present)::
                     known when the file was written earlier in the trajectory
       client        "curl" | "wget" | "httpie" | "nc" | "python_urllib" |
                     "python_requests" | "python_http_client" | "python_httpx" |
-                    "python_socket"
+                    "python_aiohttp" | "python_socket"
       host_class    "target" | "own" | "loopback" | "internal" | "external"
       repeat        int    times it runs (loops, seq, xargs, curl globs)
       repeat_known  bool   False when a loop count had to be guessed
@@ -574,8 +574,43 @@ _StepParse = tuple[list[Command], dict[str, str], list[Request], list[dict[str, 
 # A hit needs the same text AND the same contents of every earlier file it
 # read, so the cache never changes a result; it only skips re-parsing the
 # commands agents repeat within and across runs.
-_STEP_CACHE: dict[tuple[str, str], tuple[dict[str, str | None], _StepParse]] = {}
+_STEP_CACHE: dict[tuple[str, str], tuple[dict[str, Any], _StepParse]] = {}
 _STEP_CACHE_MAX = 50_000
+
+
+_MODULE_DEP = "\0module:"
+
+
+def find_module(files: dict[str, str], rel: str) -> tuple[str, str] | None:
+    """The latest-listed file in ``files`` that ``import`` of ``rel`` (``pkg/client``) can
+    mean: ``.../pkg/client.py`` or ``.../pkg/client/__init__.py``."""
+    py, init = f"{rel}.py", f"{rel}/__init__.py"
+    found = None
+    for path in files:
+        if path in (py, init) or path.endswith(("/" + py, "/" + init)):
+            found = path
+    return (found, files[found]) if found is not None else None
+
+
+#: Key in the per-run file map under which a Python tool's earlier cells are kept
+#: (a notebook-like tool keeps the functions and names they define).
+_SESSION = "\0python-session:"
+#: Separates the cells kept under :data:`_SESSION`.
+CELL_SEP = "\n#\0cell\n"
+
+
+def remember_step(files: dict[str, str], tool: str, text: str, written: dict[str, str]) -> None:
+    """Update the run's file map after a step: files it wrote, and a Python tool's cell."""
+    files.update(written)
+    if tool in _PYTHON_TOOLS:
+        key = _SESSION + tool
+        files[key] = files[key] + CELL_SEP + text if key in files else text
+
+
+def _dep_value(files: dict[str, str], key: str) -> Any:
+    if key.startswith(_MODULE_DEP):
+        return find_module(files, key[len(_MODULE_DEP) :])
+    return files.get(key)
 
 
 def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
@@ -584,9 +619,9 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     hit = _STEP_CACHE.get(key)
     if hit is not None:
         deps, result = hit
-        if all(files.get(p) == c for p, c in deps.items()):
+        if all(_dep_value(files, p) == c for p, c in deps.items()):
             return result
-    accessed: dict[str, str | None] = {}
+    accessed: dict[str, Any] = {}
 
     def earlier(path: str) -> str | None:
         value = files.get(path)
@@ -595,9 +630,21 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
 
     cmds: list[Command] = []
     written: dict[str, str] = {}
+
+    def modules(rel: str) -> tuple[str, str] | None:
+        # A module written earlier in this step, else in an earlier step (a dependency).
+        found = find_module(written, rel) if written else None
+        if found is None:
+            found = find_module(files, rel)
+            accessed[_MODULE_DEP + rel] = found
+        return found
+
     listeners: list[dict[str, Any]] = []
     if tool in _PYTHON_TOOLS:
-        reqs, written = read_python(text, earlier)
+        cells = earlier(_SESSION + tool)
+        reqs, written = read_python(
+            text, earlier, modules=modules, session=cells.split(CELL_SEP) if cells else None
+        )
     else:
         cmds, written = run_script(text, earlier)
 
@@ -605,7 +652,7 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
             return written[path] if path in written else earlier(path)
 
         # Python writes land in ``written`` as they happen, so later commands see them.
-        reqs = extract_requests(cmds, lookup, written)
+        reqs = extract_requests(cmds, lookup, written, modules)
         listeners = listeners_of(cmds, lookup)
     result = (cmds, written, reqs, listeners)
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
@@ -653,7 +700,7 @@ def _build(traj: Trajectory) -> FrozenDict:
         sp.obs = step.observation or ""
         if not sp.is_think and sp.text:
             sp.cmds, sp.written, reqs, sp.listeners = _parse_step(sp.tool, sp.text, files)
-            files.update(sp.written)
+            remember_step(files, sp.tool, sp.text, sp.written)
         else:
             sp.cmds, sp.written, reqs, sp.listeners = [], {}, [], []
         ts = _seconds(step.timestamp)
