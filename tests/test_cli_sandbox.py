@@ -198,3 +198,15 @@ def test_llm_oracle_without_a_model_is_a_clear_error(
     )
     assert result.exit_code != 0
     assert "MONSEARCH_JUDGE_MODEL" in str(result.exception)
+
+
+def test_view_reports_http_coverage_on_stderr(corpus_dir: Path) -> None:
+    from monsearch.sandbox.view_coverage import http_steps
+
+    trajs = load_corpus(corpus_dir, ["train"]).split("train")
+    traj = max(trajs, key=lambda t: len(http_steps(t)))
+    result = CliRunner().invoke(cli, ["sandbox", "view", traj.id, "--corpus", str(corpus_dir)])
+    assert result.exit_code == 0
+    json.loads(result.stdout)  # stdout stays exactly the view
+    n = len(http_steps(traj))
+    assert n > 0 and f"/{n} HTTP-looking steps parsed" in result.stderr

@@ -568,12 +568,24 @@ def seed_cmd() -> None:
 @corpus_option()
 @splits_option("train and val (sealed splits are read only when named)")
 def view_cmd(trajectory_id: str, corpus_dir: Path | None, splits: tuple[str, ...]) -> None:
-    """Print, as JSON, exactly what a monitor program sees of one trajectory."""
+    """Print, as JSON, exactly what a monitor program sees of one trajectory.
+
+    The view goes to stdout; a line on stderr says how many of the steps that look
+    like HTTP the view parsed into requests, and names the steps it could not.
+    (The id is salted with a secret of this process, as a sandbox pool salts its own.)
+    """
     from monsearch.sandbox.frozen import thaw
     from monsearch.sandbox.view import build_view
+    from monsearch.sandbox.view_coverage import http_steps
 
     traj = find_trajectory(corpus_dir, splits, trajectory_id)
     click.echo(json.dumps(thaw(build_view(traj)), indent=2, default=str))
+    steps = http_steps(traj)
+    missed = [s for s in steps if not s.parsed]
+    line = f"HTTP coverage: {len(steps) - len(missed)}/{len(steps)} HTTP-looking steps parsed"
+    if missed:
+        line += "; no request from " + ", ".join(f"step {s.index} ({s.kind})" for s in missed)
+    click.echo(line, err=True)
 
 
 @sandbox.command("helpers")
