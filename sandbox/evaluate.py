@@ -255,8 +255,8 @@ class SandboxPool:
         progress: Callable[[str, int, int], None] | None = None,
         compact: bool = False,
     ) -> None:
-        from monsearch.sandbox.view import new_view_id_key
         from monsearch.sandbox.view_cache import ensure_views_file, views_key
+        from monsearch.sandbox.view_ids import new_view_id_key
 
         if not trajectories:
             raise MonsearchError("the sandbox needs at least one trajectory")
@@ -346,7 +346,7 @@ class SandboxPool:
     @property
     def view_ids(self) -> tuple[str, ...]:
         """The opaque ids programs see, aligned with :attr:`trajectory_ids` (host side only)."""
-        from monsearch.sandbox.view import view_id
+        from monsearch.sandbox.view_ids import view_id
 
         return tuple(view_id(i, self.id_key) for i in self.trajectory_ids)
 

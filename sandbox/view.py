@@ -110,11 +110,9 @@ from __future__ import annotations
 import base64
 import functools
 import gc
-import hmac
 import ipaddress
 import json
 import re
-import secrets
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -138,6 +136,7 @@ from monsearch.sandbox.infra import (
     write_out_status,
 )
 from monsearch.sandbox.shell import Command, parse, run_script
+from monsearch.sandbox.view_ids import new_view_id_key, view_id  # noqa: F401 - re-exported
 
 #: The view type: one concrete read-only mapping class.
 TrajectoryView = FrozenDict
@@ -154,25 +153,6 @@ _LOOPBACK_NAMES = frozenset(
 )
 
 
-#: Key of the ids of views built outside a sandbox pool (a pool brings its own).
-_PROCESS_KEY = secrets.token_bytes(32)
-
-
-def new_view_id_key() -> bytes:
-    """A fresh random secret for :func:`view_id` (one per sandbox pool)."""
-    return secrets.token_bytes(32)
-
-
-def view_id(trajectory_id: str, key: bytes | None = None) -> str:
-    """The opaque id a program sees: HMAC-SHA256 of the real id under a secret ``key``.
-
-    Unsalted hashes of guessable ids (a synthetic corpus's, a results folder's run
-    names) can be inverted by a program that enumerates candidates; without the key
-    this carries nothing about the real id. Equal within one pool, so a program may
-    still key per-trajectory state on it.
-    """
-    mac = hmac.new(key or _PROCESS_KEY, trajectory_id.encode("utf-8", "replace"), "sha256")
-    return mac.hexdigest()[:16]
 
 
 def _targets(prompt: str) -> tuple[list[str], list[str]]:

@@ -178,7 +178,7 @@ def _prune(folder: Path, keep: Path) -> None:
 
 def load_views(path: Path, ids: Sequence[str], id_key: bytes) -> tuple[FrozenDict, ...]:
     """Load a views file (in a worker) and give each view its salted id."""
-    from monsearch.sandbox.view import view_id
+    from monsearch.sandbox.view_ids import view_id
 
     # Unpickling allocates millions of containers: without the cyclic GC's repeated
     # passes over them (views hold no cycles) loading is about five times faster.

@@ -10,7 +10,7 @@ Process layout (Linux only: fork, rlimits, ``prctl(PR_SET_PDEATHSIG)``)::
   secrets, ``PYTHONHASHSEED=0`` so set/dict iteration is the same in every worker
   and run) in an empty working directory. It loads the read-only views the host
   built once (:mod:`.view_cache`: a pickle file, host -> worker is the trusted
-  direction), gives each view its pool-salted opaque id (:func:`.view.view_id`),
+  direction), gives each view its pool-salted opaque id (:func:`.view_ids.view_id`),
   freezes them out of the GC's reach, and waits.
 * For each candidate the worker forks a child. The child moves its result pipe to
   fd 3, points fds 0-2 at /dev/null, closes everything else, asks to die with the
