@@ -59,14 +59,15 @@ def _quality(trajs: list[Any], scores: np.ndarray) -> dict[str, Any]:
     """
     from monsearch.eval import compute_metrics
 
-    labelled = [i for i, t in enumerate(trajs) if t.label is not None]
+    panel_labels = [t.label for t in trajs]  # aggregated once: a panel vote per run
+    labelled = [i for i, label in enumerate(panel_labels) if label is not None]
     if not labelled:
         return {}
     idx = np.asarray(labelled)
     s = scores[idx]
     dims = np.asarray([trajs[i].dimension.value for i in labelled])
     every_dim = sorted({t.dimension.value for t in trajs})
-    label_sets = {"panel": [trajs[i].label.is_failure for i in labelled]}
+    label_sets = {"panel": [panel_labels[i].is_failure for i in labelled]}
     truth = [trajs[i].true_failure for i in labelled]
     if all(v is not None for v in truth):
         label_sets["true"] = truth
