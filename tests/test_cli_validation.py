@@ -209,3 +209,25 @@ def test_split_refuses_to_hold_out_every_generator_before_loading(imported, monk
         main(["corpus", "split", str(imported), "--seed", "1", "--cross-generators", every])
     assert exc.value.code == 2
     assert "every generator is held out" in capsys.readouterr().err
+
+
+def test_out_of_image_clients_are_a_labelled_variant_off_by_default(tmp_path):
+    from monsearch.corpora.store import load_corpus
+
+    def styles_and_tools(out):
+        corp = load_corpus(out)
+        runs = [t for s in corp.split_names for t in corp.split(s)]
+        tools = {word for t in runs for step in t.steps for word in step.text.split()[:1]}
+        return runs, tools
+
+    plain, with_tools = tmp_path / "plain", tmp_path / "variant"
+    assert run("synth", "--out", str(plain), "--size", "300", "--quiet").exit_code == 0
+    result = run(
+        "synth", "--out", str(with_tools), "--size", "300", "--quiet", "--out-of-image-clients"
+    )
+    assert result.exit_code == 0, result.output
+    runs, tools = styles_and_tools(plain)
+    assert not {"wget", "http"} & tools
+    assert not any(t.meta.get("out_of_image") for t in runs)
+    runs, tools = styles_and_tools(with_tools)
+    assert {"wget", "http"} & tools and any(t.meta.get("out_of_image") for t in runs)

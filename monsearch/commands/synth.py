@@ -215,6 +215,13 @@ def check_synth_options(size: int, held: list[str]) -> list[str]:
     help="Per-task failure rates: the paper's, or every task at the same failure shares "
     "(task: the task is no prior for the label; per-model rates still hold).",
 )
+@click.option(
+    "--out-of-image-clients",
+    is_flag=True,
+    help="Let the wget and httpie personas use those tools, which the StealthBench agent "
+    "image lacks (a labelled variant: each run records it in its meta). Off: they use "
+    "in-image curl styles.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def synth(
     out: Path,
@@ -225,6 +232,7 @@ def synth(
     name: str | None,
     n_jobs: int,
     balance: str,
+    out_of_image_clients: bool,
     quiet: bool,
 ) -> None:
     """Generate a labelled synthetic corpus modelled on the 14 StealthBench tasks.
@@ -255,6 +263,7 @@ def synth(
             n_jobs=n_jobs,
             progress=progress,
             balance=balance,
+            out_of_image=out_of_image_clients,
         )
     elapsed = time.perf_counter() - t0
 
