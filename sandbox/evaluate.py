@@ -55,6 +55,7 @@ from monsearch.errors import MonsearchError
 from monsearch.sandbox.limits import SandboxLimits
 from monsearch.sandbox.restricted import CompileReport, compile_program, extract_params
 from monsearch.sandbox.workers import (
+    DEFAULT_COMPACT_DEPTH,
     WorkerDied,
     WorkerHandle,
     WorkerTimeout,
@@ -237,9 +238,8 @@ class SandboxPool:
     are hashed. ``cache_dir`` is where views are cached (default: monsearch's cache
     folder; ``None``: no cache). ``id_key`` is the secret that salts view ids (default:
     random per pool). ``progress(stage, done, total)`` reports start-up stages.
-    ``compact`` re-allocates the views densely in each worker (:func:`.compact_views`):
-    about a second more start-up per worker on a ``val`` split for a few per cent
-    less per candidate (fewer copy-on-write page copies); worth it for long searches.
+    ``compact_depth``: levels of view containers each worker re-allocates densely
+    after loading (:func:`.compact_views`; None: every level, slow to start).
     """
 
     def __init__(
@@ -253,7 +253,7 @@ class SandboxPool:
         cache_dir: Any = DEFAULT_CACHE,
         id_key: bytes | None = None,
         progress: Callable[[str, int, int], None] | None = None,
-        compact: bool = False,
+        compact_depth: int | None = DEFAULT_COMPACT_DEPTH,
     ) -> None:
         from monsearch.sandbox.view_cache import ensure_views_file, views_key
         from monsearch.sandbox.view_ids import new_view_id_key
@@ -303,7 +303,7 @@ class SandboxPool:
                 "trajectories": stripped if backend == "llm" else None,
                 "limits": self.limits,
                 "oracle": oracle,
-                "compact": compact,
+                "compact_depth": compact_depth,
             },
             protocol=pickle.HIGHEST_PROTOCOL,
         )
