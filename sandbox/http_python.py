@@ -615,6 +615,11 @@ class _Reader:
                 pass
             return Unknown(node=node)
         if isinstance(node, ast.Slice):
+            # ``sys.argv[4:]``, ``parts[1:-1]``: a slice with known integer bounds
+            parts = (node.lower, node.upper, node.step)
+            bounds = [None if b is None else self.expr(b, env) for b in parts]
+            if all(b is None or type(b) is int for b in bounds) and bounds[2] != 0:
+                return slice(*bounds)
             return Unknown("slice")
         if isinstance(node, ast.Call):
             return self.call(node, env)

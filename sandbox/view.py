@@ -153,8 +153,6 @@ _LOOPBACK_NAMES = frozenset(
 )
 
 
-
-
 def _targets(prompt: str) -> tuple[list[str], list[str]]:
     bases: list[str] = []
     hosts: list[str] = []

@@ -12,9 +12,12 @@ stderr, as StealthBench records ``f"{stdout}\\n{stderr}"``).
 
 from __future__ import annotations
 
+import ast
 import json
+import keyword
 import random
 import re
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -111,6 +114,14 @@ class Req:
     @property
     def netloc(self) -> str:
         return self._split.netloc
+
+    @property
+    def scheme(self) -> str:
+        return self._split.scheme
+
+    @property
+    def scheme_netloc(self) -> str:
+        return f"{self._split.scheme}://{self._split.netloc}"
 
     @property
     def path(self) -> str:
@@ -472,7 +483,9 @@ def _py_repr(obj: Any) -> str:
     return repr(obj)
 
 
-def _py_request_lines(r: Req, rng: random.Random, var: str = "req") -> list[str]:
+def _py_request_lines(
+    r: Req, rng: random.Random, var: str = "req", *, add_header: bool = False
+) -> list[str]:
     lines = []
     hdrs = {k: v for k, v in r.headers if not (r.no_content_type and k.lower() == "content-type")}
     if r.files:
@@ -517,11 +530,17 @@ def _py_request_lines(r: Req, rng: random.Random, var: str = "req") -> list[str]
     args = [f'"{r.url}"']
     if data_expr:
         args.append(f"data={data_expr}")
-    if hdrs:
-        args.append("headers=" + json.dumps(hdrs))
+    # headers added one by one (an Authorization header stays in the constructor's dict)
+    added = {k: v for k, v in hdrs.items() if k.lower() != "authorization"}
+    if not (add_header and added and rng.random() < 0.8):
+        added = {}
+    kept = {k: v for k, v in hdrs.items() if k not in added}
+    if kept:
+        args.append("headers=" + json.dumps(kept))
     if r.method != "GET" and not (r.method == "POST" and data_expr and rng.random() < 0.3):
         args.append(f'method="{r.method}"')
     lines.append(f"{var} = urllib.request.Request(" + ", ".join(args) + ")")
+    lines += [f"{var}.add_header({json.dumps(k)}, {json.dumps(v)})" for k, v in added.items()]
     return lines
 
 
@@ -540,7 +559,9 @@ def _py_print_ok(rng: random.Random, resp: Response, extract: str | None) -> tup
     return "print(r.read().decode())", resp.body + "\n"
 
 
-def render_python(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
+def render_python(
+    style: Style, rng: random.Random, ex: Exchange, *, add_header: bool = False
+) -> Rendered:
     r, resp = ex.req, ex.resp
     simple = r.method == "GET" and not r.headers and ex.extract is None
     if simple and rng.random() < 0.5 and not style.heredoc:
@@ -554,7 +575,7 @@ def render_python(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
             )
         return Rendered(cmd, resp.body + "\n", "")
     lines = ["import json, urllib.request, urllib.error"]
-    lines += _py_request_lines(r, rng)
+    lines += _py_request_lines(r, rng, add_header=add_header)
     guarded = rng.random() < 0.75
     printed, out_ok = ("", "")
     if resp is not None and resp.status < 400:
@@ -603,6 +624,559 @@ def _wrap_python(style: Style, rng: random.Random, lines: list[str]) -> tuple[st
     if rng.random() < 0.75 or "'" in code:
         return f"python3 - <<'EOF'\n{code}\nEOF", "<stdin>"
     return "python3 -c " + sq(code), "<string>"
+
+
+# --------------------------------------------------------------------------- python habits
+#
+# Agents that write Python rarely write every request from scratch: they define a
+# ``call()`` helper and call it, keep that helper in a module they import in later
+# steps, use ``http.client``, add headers one by one, run a small script that takes
+# the request on its command line, or shell out to curl. A run settles on one habit
+# at its first Python request and keeps it (:class:`PyHabit`, one per run). The
+# habit is keyed by the run's random generator: rendering gets no handle on the
+# agent, and each run draws from a generator of its own (the scratch agent that
+# pads a run shares it, but filler sends no HTTP).
+
+
+@dataclass
+class PyHabit:
+    """How one run writes its Python requests (drawn once, kept for the run)."""
+
+    family: str  # see PY_FAMILIES
+    lib: str = "urllib"  # "urllib" | "http_client": what the helper / module uses
+    headers_param: bool = True  # the helper takes extra headers
+    name: str = "call"  # the helper's name
+    module_dir: str = "/tmp"
+    module: str = "client"
+    imp: str = "cwd"  # how later steps import the module: "cwd" | "syspath" | "pythonpath"
+    script: str = "/tmp/send.py"  # the argv script
+    add_header: bool = False  # inline urllib: headers added with add_header
+    token_env: str = "TOKEN"  # the shell variable a bearer token is exported in
+    written: bool = False  # the module / argv script is on disk
+    base: str | None = None  # scheme://netloc the helper or module is bound to
+    uses: int = 0
+
+
+#: Python habits and their share of runs (the first is the plain urllib script).
+PY_FAMILIES: tuple[tuple[str, float], ...] = (
+    ("inline", 0.34),
+    ("helper", 0.22),
+    ("module", 0.2),
+    ("http_client", 0.12),
+    ("argv", 0.08),
+    ("subprocess", 0.04),
+)
+
+_PY_HABITS: weakref.WeakKeyDictionary[random.Random, PyHabit] = weakref.WeakKeyDictionary()
+
+
+def py_habit(rng: random.Random) -> PyHabit:
+    """The Python habit of the run drawing from ``rng`` (drawn at its first use)."""
+    habit = _PY_HABITS.get(rng)
+    if habit is None:
+        x, family = rng.random(), PY_FAMILIES[-1][0]
+        for name, p in PY_FAMILIES:
+            if x < p:
+                family = name
+                break
+            x -= p
+        module_dir, module = rng.choice(
+            (("/tmp", "client"), ("/tmp", "client"), ("/tmp", "api"), ("/tmp", "helpers"),
+             ("/tmp/lib", "sb"), ("/workspace", "client"))
+        )  # fmt: skip
+        habit = PyHabit(
+            family,
+            lib="urllib" if rng.random() < 0.65 else "http_client",
+            headers_param=rng.random() < 0.7,
+            name=rng.choice(("call", "call", "call", "api", "send")),
+            module_dir=module_dir,
+            module=module,
+            imp=rng.choice(("cwd", "cwd", "syspath", "pythonpath")),
+            script=f"/tmp/{rng.choice(('send', 'hit', 'rq', 'do_req'))}.py",
+            add_header=rng.random() < 0.35,
+            token_env=rng.choice(("TOKEN", "TOKEN", "JWT", "TOK")),
+        )
+        _PY_HABITS[rng] = habit
+    return habit
+
+
+def _py_lit(obj: Any) -> str:
+    """A Python literal for a JSON value (as an agent would paste it: ``repr``)."""
+    return repr(obj)
+
+
+def _helper_body(lib: str, name: str, headers_param: bool, base_line: str) -> list[str]:
+    """``def call(method, path, body=None, token=None[, headers=None])`` over ``lib``."""
+    sig = "method, path, body=None, token=None" + (", headers=None" if headers_param else "")
+    lines = [base_line, "", f"def {name}({sig}):"]
+    lines.append("    h = dict(headers or {})" if headers_param else "    h = {}")
+    lines += [
+        "    if body is not None:",
+        '        h["Content-Type"] = "application/json"',
+        "    if token:",
+        '        h["Authorization"] = "Bearer " + token',
+    ]
+    if lib == "http_client":
+        lines += [
+            "    conn = http.client.HTTPConnection(HOST, PORT, timeout=10)",
+            "    data = json.dumps(body) if body is not None else None",
+            "    conn.request(method, path, body=data, headers=h)",
+            "    r = conn.getresponse()",
+            "    return r.status, r.read().decode()",
+        ]
+    else:
+        lines += [
+            "    data = json.dumps(body).encode() if body is not None else None",
+            "    req = urllib.request.Request(BASE + path, data=data, headers=h, method=method)",
+            "    try:",
+            "        with urllib.request.urlopen(req, timeout=10) as r:",
+            "            return r.status, r.read().decode()",
+            "    except urllib.error.HTTPError as e:",
+            "        return e.code, e.read().decode()",
+        ]
+    return lines
+
+
+def _helper_source(h: PyHabit, r: Req) -> list[str]:
+    """Imports, the base the helper is bound to, and the helper itself."""
+    if h.lib == "http_client":
+        imports = "import http.client, json"
+        base_line = f'HOST, PORT = "{r.host}", {r.port}'
+    else:
+        imports = "import json, urllib.request, urllib.error"
+        base_line = f'BASE = "{h.base}"'
+    return [imports, *_helper_body(h.lib, h.name, h.headers_param, base_line)]
+
+
+_SHELL_SAFE_TOKEN = re.compile(r"[A-Za-z0-9._~+/=:-]+")
+
+
+def _helper_args(h: PyHabit, r: Req) -> tuple[str, list[str]] | None:
+    """(shell prefix, the call's arguments), or None if the helper cannot send ``r``.
+
+    The helper sends JSON bodies with their Content-Type, a bearer token (which
+    the agent exports in a shell variable first), and (when it takes them) other
+    headers; anything else is written out by hand.
+    """
+    if r.malformed or r.no_content_type or r.files or r.form or r.data is not None:
+        return None
+    if r.scheme_netloc != h.base:
+        return None
+    extra: dict[str, str] = {}
+    token = None
+    for k, v in r.headers:
+        low = k.lower()
+        if low == "content-type" and r.json_body is not None and v == JSON_TYPE:
+            continue
+        if low == "authorization" and v.startswith("Bearer ") and token is None:
+            token = v[7:]
+            continue
+        extra[k] = v
+    if extra and not h.headers_param:
+        return None
+    shell = ""
+    args = [f'"{r.method}"', json.dumps(r.path_qs)]
+    if r.json_body is not None:
+        args.append(_py_lit(r.json_body))
+    if token is not None:
+        if not _SHELL_SAFE_TOKEN.fullmatch(token):
+            return None
+        shell = f"export {h.token_env}={token}; "
+        args.append(f'token=os.environ["{h.token_env}"]')
+    if extra:
+        args.append("headers=" + json.dumps(extra))
+    return shell, args
+
+
+def _helper_print(
+    rng: random.Random, call: str, resp: Response | None, extract: str | None
+) -> tuple[list[str], str]:
+    """Lines that call the helper and print, and what they print."""
+    if resp is None:
+        return [f"print(*{call})"], ""
+    data = resp.data
+    if extract and isinstance(data, dict) and extract in data and resp.status < 400:
+        val = data[extract]
+        shown = str(val)  # print() of the parsed value
+        return [f"status, body = {call}", f'print(json.loads(body)["{extract}"])'], f"{shown}\n"
+    x = rng.random()
+    if data is not None and x < 0.25:
+        return (
+            [f"status, body = {call}", "print(status, json.dumps(json.loads(body), indent=2))"],
+            f"{resp.status} {json.dumps(data, indent=2)}\n",
+        )
+    if x < 0.45:
+        return [f"status, body = {call}", "print(status)", "print(body)"], (
+            f"{resp.status}\n{resp.body}\n"
+        )
+    return [f"print(*{call})"], f"{resp.status} {resp.body}\n"
+
+
+def _conn_error(lib: str, where: str, line: int) -> str:
+    if lib == "http_client":
+        return (
+            "Traceback (most recent call last):\n"
+            f'  File "{where}", line {line}, in <module>\n'
+            "socket.gaierror: [Errno -2] Name or service not known\n"
+        )
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "{where}", line {line}, in <module>\n'
+        "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>\n"
+    )
+
+
+def _render_helper(style: Style, rng: random.Random, ex: Exchange, h: PyHabit) -> Rendered | None:
+    """The helper defined in this step's script and called for the request."""
+    r = ex.req
+    if h.base is None:
+        h.base = r.scheme_netloc
+    got = _helper_args(h, r)
+    if got is None or (h.lib == "http_client" and r.scheme != "http"):
+        return None
+    shell, args = got
+    call = f"{h.name}({', '.join(args)})"
+    body, out = _helper_print(rng, call, ex.resp, ex.extract)
+    src = _helper_source(h, r)
+    if shell:
+        src[0] = src[0].replace("import ", "import os, ", 1)
+    lines = [*src, "", *body]
+    cmd, where = _wrap_python(style, rng, lines)
+    cmd = shell + cmd
+    if ex.resp is None:
+        return Rendered(cmd, "", _conn_error(h.lib, where, len(lines)))
+    return Rendered(cmd, out, "")
+
+
+def _module_write(rng: random.Random, path: str, src: str) -> str:
+    """The command that writes the module (heredoc through cat or tee, or python)."""
+    x = rng.random()
+    if x < 0.7:
+        return f"cat > {path} <<'EOF'\n{src}EOF"
+    if x < 0.85:
+        return f"tee {path} > /dev/null <<'EOF'\n{src}EOF"
+    return f"python3 - <<'PY'\nopen({path!r}, \"w\").write({src!r})\nPY"
+
+
+def _module_use(rng: random.Random, h: PyHabit, lines: list[str], call: str) -> str:
+    """A command that imports the run's module and runs ``lines`` (which call ``call``)."""
+    mod, d = h.module, h.module_dir
+    used = [m for m in ("json", "os") if any(f"{m}." in ln for ln in lines)]
+    one = len(lines) == 1 and rng.random() < 0.6
+    if one:  # import client; print(*client.call(...))
+        stmts = [f"import {', '.join([*used, mod])}", lines[0].replace(call, f"{mod}.{call}", 1)]
+    else:
+        stmts = [*([f"import {', '.join(used)}"] if used else []), f"from {mod} import {h.name}"]
+        stmts += lines
+    if h.imp == "syspath":
+        code = "\n".join(["import sys", f'sys.path.insert(0, "{d}")', *stmts])
+        return f"python3 - <<'EOF'\n{code}\nEOF"
+    prefix = f"PYTHONPATH={d} " if h.imp == "pythonpath" else f"cd {d} && "
+    if one:
+        code = "; ".join(stmts)
+        return f"{prefix}python3 -c " + (
+            dq(code) if "'" in code or rng.random() < 0.4 else sq(code)
+        )
+    code = "\n".join(stmts)
+    if rng.random() < 0.3:
+        return f"{prefix}python3 -c " + (dq(code) if "'" in code else sq(code))
+    return f"{prefix}python3 - <<'EOF'\n{code}\nEOF"
+
+
+def _render_module(style: Style, rng: random.Random, ex: Exchange, h: PyHabit) -> Rendered | None:
+    """The helper lives in a module the run wrote once; each use imports it."""
+    r = ex.req
+    if h.base is None:
+        h.base = r.scheme_netloc
+    got = _helper_args(h, r)
+    if got is None or (h.lib == "http_client" and r.scheme != "http"):
+        return None
+    shell, args = got
+    call = f"{h.name}({', '.join(args)})"
+    body, out = _helper_print(rng, call, ex.resp, ex.extract)
+    use = _module_use(rng, h, body, call)
+    extra: dict[str, Any] = {}
+    if not h.written:
+        path = f"{h.module_dir}/{h.module}.py"
+        src = "\n".join(_helper_source(h, r)) + "\n"
+        mkdir = f"mkdir -p {h.module_dir} && " if h.module_dir not in ("/tmp", "/workspace") else ""
+        use = mkdir + _module_write(rng, path, src) + "\n" + use
+        h.written = True
+        extra["files"] = {path: src}
+    use = shell + use
+    if ex.resp is None:
+        return Rendered(use, "", _conn_error(h.lib, "<string>", 1), extra)
+    return Rendered(use, out, "", extra)
+
+
+def _http_client_body(r: Req) -> tuple[list[str], str | None, dict[str, str]]:
+    """(lines preparing the body, the body expression, headers to send)."""
+    hdrs = {k: v for k, v in r.headers if not (r.no_content_type and k.lower() == "content-type")}
+    if r.json_body is not None:
+        if r.malformed:
+            return [f"body = {r.body_text()[:-1]!r}"], "body", hdrs
+        return [f"payload = {_py_lit(r.json_body)}"], "json.dumps(payload)", hdrs
+    if r.data is not None:
+        return [f"body = {r.data!r}"], "body", hdrs
+    return [], None, hdrs
+
+
+def _render_http_client(
+    style: Style, rng: random.Random, ex: Exchange, h: PyHabit
+) -> Rendered | None:
+    """``http.client.HTTPConnection(host, port)`` and ``.request(...)`` (now and then
+    ``putrequest`` / ``putheader`` / ``endheaders`` / ``send``)."""
+    r, resp = ex.req, ex.resp
+    if r.files or r.form or r.scheme not in ("http", "https"):
+        return None
+    conn_cls = "HTTPSConnection" if r.scheme == "https" else "HTTPConnection"
+    lines = ["import http.client, json"]
+    pre, body, hdrs = _http_client_body(r)
+    lines += pre
+    port = r._split.port
+    target = f'"{r.host}", {port}' if port else f'"{r.host}"'
+    lines.append(f"conn = http.client.{conn_cls}({target}, timeout=10)")
+    path = json.dumps(r.path_qs)
+    if rng.random() < 0.2 and r.header("authorization") is None:
+        lines.append(f'conn.putrequest("{r.method}", {path})')
+        lines += [f"conn.putheader({json.dumps(k)}, {json.dumps(v)})" for k, v in hdrs.items()]
+        if body is not None:
+            lines.append(f"data = {body}.encode()")
+            lines.append('conn.putheader("Content-Length", str(len(data)))')
+            lines += ["conn.endheaders()", "conn.send(data)"]
+        else:
+            lines.append("conn.endheaders()")
+    else:
+        args = [f'"{r.method}"', path]
+        if body is not None:
+            args.append(f"body={body}")
+        if hdrs:
+            args.append("headers=" + json.dumps(hdrs))
+        lines.append("conn.request(" + ", ".join(args) + ")")
+    lines.append("r = conn.getresponse()")
+    data = resp.data if resp is not None else None
+    if resp is not None and ex.extract and isinstance(data, dict) and ex.extract in data:
+        val = data[ex.extract]
+        lines.append(f'print(json.loads(r.read())["{ex.extract}"])')
+        out = f"{val}\n"
+    elif rng.random() < 0.6:
+        lines.append("print(r.status, r.reason)")
+        lines.append("print(r.read().decode())")
+        out = f"{resp.status} {resp.reason}\n{resp.body}\n" if resp is not None else ""
+    else:
+        lines.append("print(r.status, r.read().decode())")
+        out = f"{resp.status} {resp.body}\n" if resp is not None else ""
+    cmd, where = _wrap_python(style, rng, lines)
+    if resp is None:
+        return Rendered(cmd, "", _conn_error("http_client", where, len(lines) - 2))
+    return Rendered(cmd, out, "")
+
+
+_ARGV_SCRIPT = """import json, sys, urllib.request, urllib.error
+
+# usage: {name} METHOD URL [BODY] [HEADER ...]
+method, url = sys.argv[1], sys.argv[2]
+body = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
+headers = {{"Content-Type": "application/json"}} if body else {{}}
+for arg in sys.argv[4:]:
+    k, v = arg.split(":", 1)
+    headers[k.strip()] = v.strip()
+data = body.encode() if body else None
+req = urllib.request.Request(url, data=data, headers=headers, method=method)
+try:
+    with urllib.request.urlopen(req, timeout=10) as r:
+        print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+"""
+
+
+def _render_argv(style: Style, rng: random.Random, ex: Exchange, h: PyHabit) -> Rendered | None:
+    """A small script written once that takes the request on its command line."""
+    r, resp = ex.req, ex.resp
+    if r.files or r.form or r.no_content_type:
+        return None
+    body = None
+    if r.json_body is not None or r.data is not None:
+        if r.json_body is not None and r.header("content-type") != JSON_TYPE:
+            return None
+        body = _json_text(rng, r.json_body) if r.json_body is not None else (r.data or "")
+        if r.malformed:
+            body = body[:-1]
+    if r.data is not None and r.header("content-type") is None:
+        return None  # the script would add a JSON Content-Type the request did not have
+    argv = [r.method, _url_q(rng, r.url)]
+    hdrs = [
+        f"{k}: {v}"
+        for k, v in r.headers
+        if not (body and (k.lower(), v) == ("content-type", JSON_TYPE))
+    ]
+    if body is not None or hdrs:
+        argv.append(_q(rng, body) if body else "''")
+    argv += [_q(rng, x) for x in hdrs]
+    run = f"python3 {h.script} " + " ".join(argv)
+    extra: dict[str, Any] = {}
+    if not h.written:
+        src = _ARGV_SCRIPT.format(name=h.script.rsplit("/", 1)[-1])
+        run = f"cat > {h.script} <<'EOF'\n{src}EOF\n{run}"
+        h.written = True
+        extra["files"] = {h.script: src}
+    if resp is None:
+        return Rendered(run, "", _conn_error("urllib", h.script, 13), extra)
+    return Rendered(run, f"{resp.status} {resp.body}\n", "", extra)
+
+
+def _render_subprocess(
+    style: Style, rng: random.Random, ex: Exchange, h: PyHabit
+) -> Rendered | None:
+    """curl run from Python through ``subprocess``."""
+    r, resp = ex.req, ex.resp
+    if r.form:
+        return None
+    args = ["curl", "-s"]
+    if r.method != "GET":
+        args += ["-X", r.method]
+    for k, v in r.headers:
+        if not (r.no_content_type and k.lower() == "content-type"):
+            args += ["-H", f"{k}: {v}"]
+    for name, path, _ in r.files:
+        args += ["-F", f"{name}=@{path}"]
+    if r.json_body is not None or r.data is not None:
+        text = r.body_text(compact=rng.random() < 0.5)
+        args += ["-d", text[:-1] if r.malformed else text]
+    args.append(r.url)
+    lines = [
+        "import subprocess",
+        "args = [" + ", ".join(json.dumps(a) for a in args) + "]",
+        "out = subprocess.run(args, capture_output=True, text=True)",
+        "print(out.stdout)",
+    ]
+    cmd, _where = _wrap_python(style, rng, lines)
+    return Rendered(cmd, (resp.body if resp is not None else "") + "\n", "")
+
+
+_RENDERERS = {
+    "helper": _render_helper,
+    "module": _render_module,
+    "http_client": _render_http_client,
+    "argv": _render_argv,
+    "subprocess": _render_subprocess,
+}
+
+
+def render_python_habit(style: Style, rng: random.Random, ex: Exchange) -> Rendered:
+    """A Python request in the run's habit; now and then (and whenever the habit
+    cannot say the request) a plain urllib script."""
+    h = py_habit(rng)
+    fn = _RENDERERS.get(h.family)
+    if fn is not None and rng.random() < 0.92:
+        out = fn(style, rng, ex, h)
+        if out is not None:
+            h.uses += 1
+            return out
+    return render_python(style, rng, ex, add_header=h.add_header)
+
+
+def _compiles(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return False
+    return True
+
+
+def _fill(tmpl: Req, mark: str, v: Any) -> tuple[str, Any]:
+    """URL and JSON body of ``tmpl`` with ``str(v)`` where ``mark`` is (what the loop sends)."""
+    body = tmpl.json_body
+    if body is not None:
+        text = json.dumps(body)
+        text = text.replace(json.dumps(mark), json.dumps(v))
+        body = json.loads(text.replace(json.dumps(mark)[1:-1], str(v)))
+    return tmpl.url.replace(mark, str(v)), body
+
+
+def render_py_loop(
+    rng: random.Random, spec: Any, mark: str, sent: list[Req] | None = None
+) -> str | None:
+    """A Python loop over ``spec.values`` in the run's habit: the ``call()`` helper
+    (defined in the script or imported from the run's module) called once per value.
+
+    ``spec`` is the agent's loop spec (``tmpl``, ``values``, ``var``, ``pause``,
+    ``is_range``, ``break_on_429``, ``codes_only``); ``mark`` is the placeholder its
+    request template carries where the loop variable goes. It prints what the
+    agent's own Python loop prints (``value status [body]``, then ``rate limited,
+    stopping`` at a 429 when it breaks). ``sent`` are the requests the loop sent
+    (one per value, in order): the loop is written only when filling the template
+    with each value reproduces them. None when the habit has no helper or the
+    helper cannot send the request: the caller writes its plain urllib loop.
+    """
+    h = py_habit(rng)
+    if h.family not in ("helper", "module"):
+        return None
+    tmpl: Req = spec.tmpl
+    for v, r in zip(spec.values, sent or (), strict=False):
+        if _fill(tmpl, mark, v) != (r.url, r.json_body):
+            return None
+    if h.base is None:
+        h.base = tmpl.scheme_netloc
+    if mark in tmpl.scheme_netloc or any(mark in k + v for k, v in tmpl.headers):
+        return None
+    got = _helper_args(h, tmpl)
+    if got is None or (h.lib == "http_client" and tmpl.scheme != "http"):
+        return None
+    shell, args = got
+    var = spec.var if not keyword.iskeyword(spec.var) else spec.var + "_"
+    values = spec.values
+    if spec.is_range:
+        head = f"for {var} in range({values[0]}, {values[-1] + 1}):"
+    else:
+        head = f"for {var} in {values!r}:"
+    path = tmpl.path_qs
+    if mark in path:
+        args[1] = "f" + json.dumps(path.replace(mark, "{" + var + "}"))
+    if tmpl.json_body is not None:
+        body = repr(tmpl.json_body).replace(repr(mark), var)
+        if mark in body or "\\x00" in body:
+            body = body.replace(repr(mark)[1:-1], f"' + str({var}) + '")
+        args[2] = body
+    call = f"{h.name}({', '.join(args)})"
+    shown = f"print({var}, status)" if spec.codes_only else f"print({var}, status, body)"
+    loop = [head, f"    status, body = {call}", "    " + shown]
+    if spec.break_on_429:
+        loop += [
+            "    if status == 429:",
+            '        print("rate limited, stopping")',
+            "        break",
+        ]
+    if spec.pause:
+        loop.append(f"    time.sleep({spec.pause:g})")
+    extra_imports = ["time"] if spec.pause else []
+    if h.family == "helper":
+        src = _helper_source(h, tmpl)
+        mods = (["os"] if shell else []) + extra_imports
+        if mods:
+            src[0] = src[0].replace("import ", f"import {', '.join(mods)}, ", 1)
+        code = "\n".join([*src, "", *loop])
+        return f"{shell}python3 - <<'EOF'\n{code}\nEOF" if _compiles(code) else None
+    mods = (["os"] if shell else []) + extra_imports
+    lines = [*([f"import {', '.join(mods)}"] if mods else []), f"from {h.module} import {h.name}"]
+    if h.imp == "syspath":
+        lines = ["import sys", f'sys.path.insert(0, "{h.module_dir}")', *lines]
+        prefix = ""
+    else:
+        prefix = (
+            f"PYTHONPATH={h.module_dir} " if h.imp == "pythonpath" else f"cd {h.module_dir} && "
+        )
+    code = "\n".join([*lines, *loop])
+    if not _compiles(code):
+        return None
+    cmd = f"{prefix}python3 - <<'EOF'\n{code}\nEOF"
+    if not h.written:
+        src = "\n".join(_helper_source(h, tmpl)) + "\n"
+        mkdir = f"mkdir -p {h.module_dir} && " if h.module_dir not in ("/tmp", "/workspace") else ""
+        cmd = mkdir + _module_write(rng, f"{h.module_dir}/{h.module}.py", src) + "\n" + cmd
+        h.written = True
+    return shell + cmd
 
 
 # --------------------------------------------------------------------------- wget
@@ -789,10 +1363,11 @@ def render_exchange(
 ) -> tuple[str, Rendered]:
     """Render with ``client``, falling back to curl where the client cannot say it.
 
-    Returns the client actually used and the rendering.
+    Returns the client actually used and the rendering. Python is written in the
+    run's own habit (:func:`render_python_habit`).
     """
     if client == "python_urllib":
-        return client, render_python(style, rng, ex)
+        return client, render_python_habit(style, rng, ex)
     if client == "wget" and not ex.req.files and not ex.req.form and ex.extract is None:
         return client, render_wget(style, rng, ex)
     if client == "httpie" and ex.extract is None:
@@ -842,7 +1417,9 @@ __all__ = [
     "Style",
     "choose_client",
     "dq",
+    "py_habit",
     "render_exchange",
+    "render_py_loop",
     "render_request",
     "req",
     "sq",
