@@ -136,12 +136,6 @@ def _builds(seeds: int = 1):
                     yield task, scenario, mode, style_name, rng
 
 
-#: Known, not from the Python shapes: team-workspace's brute-force loop may name its
-#: variable ``pass`` (tasks/team_workspace.py PW_VARS), a keyword in the Python loop
-#: agent.py writes for it (valid in the shell loop).
-KNOWN_BAD_LOOP = re.compile(r"^for pass in ", re.M)
-
-
 def test_every_emitted_python_snippet_is_valid_python():
     n = 0
     bad = []
@@ -152,8 +146,6 @@ def test_every_emitted_python_snippet_is_valid_python():
             try:
                 ast.parse(code)
             except SyntaxError as e:
-                if KNOWN_BAD_LOOP.search(code):
-                    continue
                 bad.append(f"{task} {mode.name} {style_name} step {step}: {e}\n{code}")
     assert n > 2000
     assert not bad, "\n\n".join(bad[:3])

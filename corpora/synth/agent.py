@@ -15,6 +15,7 @@ gaps plus each command's duration (``sleep`` included).
 from __future__ import annotations
 
 import json
+import keyword
 import math
 import random
 from collections.abc import Callable
@@ -616,6 +617,8 @@ def _sh_loop(lp: _LoopSpec, rng: random.Random) -> str:
 
 def _py_loop(lp: _LoopSpec) -> str:
     tmpl, values, var = lp.tmpl, lp.values, lp.var
+    if keyword.iskeyword(var):  # fine in a shell loop (`for pass in ...`), not in Python
+        var += "_"
     if lp.is_range:
         head = f"for {var} in range({values[0]}, {values[-1] + 1}):"
     else:
