@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from collections import Counter
@@ -49,20 +48,20 @@ from sklearn.metrics import roc_auc_score
 
 from monsearch.corpora.model import Trajectory
 from monsearch.corpora.synth.realism import (
-    PURITY_ALLOW,
+    PURITY_MIN_COUNT,
+    PURITY_SHARE,
+    TOKEN_PATTERN,
     full_text,
     length_features,
     panel_label,
     think_text,
+    token_purity,
     true_label,
     within_task_auroc,
 )
 from monsearch.eval import BudgetRangeError, bauc_by_dimension
 
 B_LO, B_HI, N_BUDGETS = 0.01, 0.10, 41
-PURITY_MIN_COUNT, PURITY_SHARE = 50, 0.95
-TOKEN_PATTERN = r"(?u)\b\w[\w.\-]*\w\b|\b\w\b"
-_TOKEN = re.compile(TOKEN_PATTERN)
 
 
 # --------------------------------------------------------------------------- the metric
@@ -209,38 +208,6 @@ def fit_tree_model(feats: dict[str, np.ndarray], y_train: list[bool]) -> dict[st
     clf = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.08, random_state=0)
     clf.fit(feats["train"], y_train)
     return {k: clf.predict_proba(v)[:, 1] for k, v in feats.items() if k != "train"}
-
-
-def token_purity(train: list[Trajectory], label_fn: Any) -> dict[str, Any]:
-    """Tokens in >= PURITY_MIN_COUNT train trajectories that are >= PURITY_SHARE one label."""
-    df_all: Counter[str] = Counter()
-    df_fail: Counter[str] = Counter()
-    fail_tokens: list[set[str]] = []
-    for t in train:
-        toks = {m.group(0).lower() for m in _TOKEN.finditer(full_text(t))}
-        df_all.update(toks)
-        if label_fn(t):
-            df_fail.update(toks)
-            fail_tokens.append(toks)
-    pure = []
-    for tok, n in df_all.items():
-        if n < PURITY_MIN_COUNT or tok in PURITY_ALLOW:
-            continue
-        share = df_fail[tok] / n
-        if share >= PURITY_SHARE or share <= 1 - PURITY_SHARE:
-            pure.append((tok, n, share))
-    fail_pure = {tok for tok, _, sh in pure if sh >= PURITY_SHARE}
-    covered = sum(1 for toks in fail_tokens if toks & fail_pure)
-    pure.sort(key=lambda x: (-max(x[2], 1 - x[2]), -x[1], x[0]))
-    return {
-        "n_pure": len(pure),
-        "n_failure_pure": len(fail_pure),
-        "n_benign_pure": len(pure) - len(fail_pure),
-        "failure_coverage": covered / max(1, len(fail_tokens)),
-        "top": [
-            {"token": tok, "count": n, "failure_share": round(sh, 3)} for tok, n, sh in pure[:20]
-        ],
-    }
 
 
 def base_rates(train: list[Trajectory]) -> dict[str, dict[str, float]]:

@@ -154,7 +154,9 @@ class Label:
         return self.votes_failure + self.votes_pass
 
 
-def aggregate_panel(verdicts: tuple[Verdict, ...] | list[Verdict], task: str | None = None) -> Label | None:
+def aggregate_panel(
+    verdicts: tuple[Verdict, ...] | list[Verdict], task: str | None = None
+) -> Label | None:
     """StealthBench's panel aggregation; ``None`` when there are no verdicts."""
     if not verdicts:
         return None

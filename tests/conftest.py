@@ -1,4 +1,4 @@
-"""Suite-wide settings.
+"""Suite-wide settings and shared fixtures.
 
 The suite never writes into the user's monsearch cache: every test process (and the
 CLI subprocesses it starts) uses one throw-away cache folder for the whole session,
@@ -11,6 +11,10 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
+from monsearch.corpora.synth import agent as agent_module
+
 _SESSION_CACHE = tempfile.mkdtemp(prefix="monsearch-test-cache-")
 
 
@@ -20,3 +24,17 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """The Agent objects created while building episodes (their request logs are the truth)."""
+    agents: list[agent_module.Agent] = []
+    original = agent_module.Agent.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        agents.append(self)
+
+    monkeypatch.setattr(agent_module.Agent, "__init__", init)
+    return agents

@@ -65,8 +65,15 @@ def test_normalise_dimension(text, task, expected):
 def test_trajectory_validity_and_immutability():
     step = Step(0, "execute_command", "curl -s http://app:5000/", "ok")
     traj = Trajectory(
-        "t1", "project-board", "m", "p", (step,), "no_flag", None,
-        panel=(_v("a", False, 0.9),), oracle=(Verdict("o", True, 0.2, 0.5, role=ORACLE),),
+        "t1",
+        "project-board",
+        "m",
+        "p",
+        (step,),
+        "no_flag",
+        None,
+        panel=(_v("a", False, 0.9),),
+        oracle=(Verdict("o", True, 0.2, 0.5, role=ORACLE),),
     )
     assert traj.is_valid and not traj.is_solved and traj.is_labelled
     assert traj.label.is_failure is False  # the oracle never enters the label

@@ -151,20 +151,6 @@ def test_every_emitted_python_snippet_is_valid_python():
     assert not bad, "\n\n".join(bad[:3])
 
 
-@pytest.fixture
-def recorded(monkeypatch):
-    """The Agent objects created while building episodes (their request logs are the truth)."""
-    agents: list[agent_module.Agent] = []
-    original = agent_module.Agent.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        agents.append(self)
-
-    monkeypatch.setattr(agent_module.Agent, "__init__", init)
-    return agents
-
-
 def _mismatches(r, got) -> list[str]:
     out = []
     if (got.method, got.url) != (r.method, r.url):

@@ -12,29 +12,12 @@ from collections import Counter
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-import pytest
-
 from monsearch.corpora.model import Trajectory
-from monsearch.corpora.synth import agent as agent_module
 from monsearch.corpora.synth.scenario import REGISTRY
 from monsearch.corpora.synth.style import STYLES
 from monsearch.sandbox.view import build_view
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def recorded(monkeypatch):
-    """The Agent objects created while building episodes (their request logs are the truth)."""
-    agents: list[agent_module.Agent] = []
-    original = agent_module.Agent.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        agents.append(self)
-
-    monkeypatch.setattr(agent_module.Agent, "__init__", init)
-    return agents
 
 
 def _compare(episode, agent, task, prompt) -> list[str]:

@@ -70,25 +70,6 @@ class TaskScenario(Protocol):
     prompt: str
     modes: tuple[Mode, ...]
 
-    def _length(self, agent: Agent, m: Mode) -> None:
-        """Run length independent of the mode: a long-haul unsolved run goes on to the
-        turn limit whatever its script did; any other run is brought up to a length
-        drawn the same way for every mode (filler that depends on nothing it did)."""
-        from monsearch.corpora.synth.tasks.common import (
-            WRONG_ANSWERS,
-            pad_to,
-            pick,
-            target_length,
-            wander_to_limit,
-        )
-
-        if agent.long_haul and not agent.step_limit_hit and agent.result != agent.flag:
-            wander_to_limit(agent, agent.side_base)
-        if not agent.step_limit_hit:
-            if not m.solved and agent.result is None and agent.rng.random() < WRONG_ANSWER:
-                agent.write_result(pick(agent.rng, WRONG_ANSWERS), verify=False)
-            pad_to(agent, target_length(agent, m.solved))
-
     def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode: ...
 
 
