@@ -1,0 +1,93 @@
+"""What a proposer is given and what it returns: the one interface between the
+evolution loop and every proposer (offline mutator, LLM).
+
+A proposer never evaluates on ``val`` and never sees ``val`` or ``test`` content:
+it gets the parent and other programs (source plus their recorded metrics), a
+random generator derived from the run seed and the candidate's sequence number
+(so a resumed run proposes exactly what an uninterrupted one would), and a
+:class:`ProposalContext` over ``train`` only.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ProgramInfo:
+    """A program of the database as a proposer sees it."""
+
+    id: str
+    source: str
+    fitness: float
+    #: ``Fitness.to_dict()`` of its val evaluation (metrics only: no val content).
+    metrics: dict[str, Any] = field(default_factory=dict)
+    operator: str = ""
+    generation: int = 0
+
+
+@dataclass
+class Proposal:
+    """A proposed child. ``source`` None means the proposer failed: ``error`` says why,
+    and the failure costs one candidate (it is recorded in the lineage)."""
+
+    source: str | None
+    operator: str
+    parent_ids: tuple[str, ...]
+    description: str = ""
+    error: str | None = None
+    #: The model's raw answer (LLM proposers), kept in the lineage for inspection.
+    raw_response: str | None = None
+    model: str | None = None
+    #: ``prompt_tokens``, ``completion_tokens`` of LLM calls made for this proposal.
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+
+
+@dataclass
+class TrainData:
+    """``train`` as proposers may read it (labels included: mining needs them).
+
+    ``views[i]`` is the sandbox's read-only view of ``trajectories[i]`` (built in
+    the host process: proposers are trusted code); ``labels`` are panel labels
+    (True = failure); ``dimensions`` the failure dimension of each trajectory's
+    task; ``tasks`` the task names.
+    """
+
+    trajectories: Sequence[Any]
+    views: Sequence[Any]
+    labels: np.ndarray
+    tasks: Sequence[str]
+    dimensions: Sequence[str]
+    ids: Sequence[str]
+
+
+@dataclass
+class ProposalContext:
+    """What a proposer may use beyond the programs themselves."""
+
+    train: TrainData
+    #: Scores of a program on ``train`` (None if it does not run there). Cached by
+    #: source; runs in the sandbox.
+    score_on_train: Callable[[str], np.ndarray | None]
+    seed: int
+    seq: int
+
+
+class Proposer(Protocol):
+    """Anything that turns a parent (and some other programs) into a child program."""
+
+    name: str
+
+    def propose(
+        self,
+        parent: ProgramInfo,
+        inspirations: Sequence[ProgramInfo],
+        rng: random.Random,
+        context: ProposalContext,
+    ) -> Proposal: ...
