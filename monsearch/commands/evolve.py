@@ -1,0 +1,290 @@
+"""``monsearch evolve``: the main job — evolve a monitor, select and freeze it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from monsearch.errors import MonsearchError
+
+#: Exit code of a run stopped by Ctrl-C (resumable), as a shell reports SIGINT.
+EXIT_INTERRUPTED = 130
+
+
+def _reexec_with_fixed_hash_seed() -> None:
+    """Run the command again under PYTHONHASHSEED=0 (the search needs fixed string hashing).
+
+    Only when the process was started as ``monsearch evolve ...``; from anywhere
+    else (an embedding program) the search refuses with an explanation instead.
+    """
+    from monsearch.search.database import hash_seed_fixed
+
+    if hash_seed_fixed() or "evolve" not in sys.argv[1:3]:
+        return
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "monsearch", *sys.argv[1:]], env)
+
+
+@click.command("evolve")
+@click.option("--budget", type=click.IntRange(min=1), default=None,
+              help="Candidate evaluations on val (a hard stop). On --resume: the new total. "
+              "[default: 100]")
+@click.option("--seed", type=int, default=None, help="Run seed (proposals, database). [default: 0]")
+@click.option("--run-id", default=None, help="Name of the run folder. [default: date-time-seed]")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path, file_okay=False),
+              default=None, help="Corpus folder with train and val splits. "
+              "[default: the embedded synthetic corpus, built once and cached]")
+@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, help="TOML file with any of the settings of config.json; "
+              "options given here override it.")
+@click.option("--proposer", default=None, metavar="NAME[:W],...",
+              help="Proposers and weights: offline, perturb, llm (e.g. offline:0.8,llm:0.2). "
+              "[default: offline]")
+@click.option("--rho", type=click.FloatRange(min=0), default=None,
+              help="Oracle query cap: mean oracle calls per benign trajectory; a candidate "
+              "over it is infeasible. [default: 0.05]")
+@click.option("--per-traj-cap", type=click.IntRange(min=0), default=None,
+              help="Oracle calls per trajectory past which oracle() returns None. [default: 1]")
+@click.option("--b-lo", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
+              help="Lowest audit budget of the budget-AUC range. [default: 0.01]")
+@click.option("--b-hi", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
+              help="Highest audit budget of the budget-AUC range. [default: 0.10]")
+@click.option("--islands", type=click.IntRange(min=1), default=None, help="Islands. [default: 3]")
+@click.option("--population", type=click.IntRange(min=4), default=None,
+              help="Programs kept in the database (the lineage keeps all). [default: 200]")
+@click.option("--batch", type=click.IntRange(min=1), default=None,
+              help="Candidates proposed per database state. [default: 4]")
+@click.option("--optuna-trials", type=click.IntRange(min=0), default=None,
+              help="Optuna trials on train per tuned candidate (0: off). [default: 12]")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Sandbox workers scoring val. [default: 2]")
+@click.option("--max-usd", type=click.FloatRange(min=0), default=None,
+              help="Stop when LLM and oracle spend reaches this many dollars.")
+@click.option("--max-tokens", type=click.IntRange(min=0), default=None,
+              help="Stop when LLM tokens reach this many.")
+@click.option("--resume", default=None, metavar="RUN",
+              help="Continue a stopped or killed run (its own settings; --budget is the new total).")
+@click.option("--runs-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where runs live. [default: $MONSEARCH_RUNS or ./runs]")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON on stdout.")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def evolve_cmd(
+    budget: int | None,
+    seed: int | None,
+    run_id: str | None,
+    corpus_path: Path | None,
+    config_file: Path | None,
+    proposer: str | None,
+    rho: float | None,
+    per_traj_cap: int | None,
+    b_lo: float | None,
+    b_hi: float | None,
+    islands: int | None,
+    population: int | None,
+    batch: int | None,
+    optuna_trials: int | None,
+    workers: int | None,
+    max_usd: float | None,
+    max_tokens: int | None,
+    resume: str | None,
+    runs_dir: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Evolve a monitor program on val, then select and freeze the strategy.
+
+    Without options: builds the embedded synthetic corpus if needed, starts from
+    the seed strategies, proposes candidates with the offline proposer (no
+    network, no model), tunes constants with optuna on train, scores every
+    candidate in the sandbox on val (budget-AUC under the oracle query caps),
+    records each in runs/<run-id>/lineage.sqlite and, at the end, freezes the
+    candidate with the best bootstrap lower bound as runs/<run-id>/selected.py.
+
+    Ctrl-C stops after the candidates in flight are recorded (exit 130); a
+    stopped or killed run continues with --resume RUN. Same seed, corpus and
+    offline proposer: the same lineage, bit for bit.
+    """
+    _reexec_with_fixed_hash_seed()
+    from monsearch.search.config import EvolveConfig, load_config_file, parse_proposers
+
+    cfg = load_config_file(config_file) if config_file else EvolveConfig()
+    if budget is None and not resume and config_file is None:
+        budget = 100
+    cfg = cfg.with_overrides(
+        budget=budget,
+        seed=seed,
+        run_id=run_id,
+        corpus_path=None if corpus_path is None else str(corpus_path),
+        proposers=None if proposer is None else parse_proposers(proposer),
+        workers=workers,
+        max_usd=max_usd,
+        max_tokens=max_tokens,
+        **{
+            "evaluation.rho": rho,
+            "evaluation.per_traj_cap": per_traj_cap,
+            "evaluation.b_lo": b_lo,
+            "evaluation.b_hi": b_hi,
+            "search.islands": islands,
+            "search.population": population,
+            "search.batch": batch,
+            "search.optuna_trials": optuna_trials,
+        },
+    )
+    budget_from_run = bool(resume) and budget is None
+    outcome = _run(cfg, resume, runs_dir, quiet, budget_from_run)
+    report = _report(outcome)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        _print_outcome(report)
+    if outcome.status == "interrupted":
+        raise SystemExit(EXIT_INTERRUPTED)
+    if outcome.status == "stopped" and outcome.selected is None:
+        raise SystemExit(1)
+
+
+def _run(cfg: Any, resume: str | None, runs_dir: Path | None, quiet: bool, budget_from_run: bool) -> Any:
+    from monsearch.commands.consoles import stderr_console
+    from monsearch.search.driver import evolve
+    from monsearch.search.engine import StopFlag, install_stop_handler
+
+    if budget_from_run:
+        from monsearch.search.runs import resolve_run
+
+        stored = resolve_run(resume, runs_dir).config()  # type: ignore[arg-type]
+        cfg = cfg.with_overrides(budget=stored.get("budget"))
+    console = stderr_console(quiet=quiet)
+    display = _Display(console, quiet)
+    stop = StopFlag()
+    restore = install_stop_handler(stop)
+    try:
+        return evolve(
+            cfg,
+            resume=resume,
+            runs_dir=runs_dir,
+            on_stage=display.stage,
+            on_start=display.start,
+            on_progress=display.update,
+            stop=stop,
+        )
+    except KeyboardInterrupt:
+        raise MonsearchError(
+            "stopped at once by a second Ctrl-C; every recorded candidate is kept — continue "
+            "with monsearch evolve --resume RUN"
+        ) from None
+    finally:
+        display.close()
+        restore()
+
+
+class _Display:
+    """Stages, then a progress bar: evaluations, best fitness, evaluations/s, spend."""
+
+    def __init__(self, console: Any, quiet: bool) -> None:
+        self.console = console
+        self.quiet = quiet
+        self.progress: Any = None
+        self.task: Any = None
+
+    def stage(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(f"[dim]{text}[/dim]")
+
+    def start(self, cfg: Any, run: Any, already: int) -> None:
+        if self.quiet:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        resumed = f", resuming after {already} recorded" if already else ""
+        self.console.print(f"run [bold]{run.id}[/bold] in {run.dir}{resumed}")
+        self.progress = Progress(
+            TextColumn("evolving"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("best {task.fields[best]:.3f}"),
+            TextColumn("{task.fields[rate]:.2f} eval/s"),
+            TextColumn("${task.fields[usd]:.4f}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("evolve", total=cfg.budget, best=0.0, rate=0.0, usd=0.0)
+
+    def update(self, p: Any) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=p.done, best=p.best, rate=p.evals_per_s, usd=p.usd)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
+def _report(outcome: Any) -> dict[str, Any]:
+    sel = outcome.selected
+    run = outcome.run
+    return {
+        "run_id": run.id,
+        "run_dir": str(run.dir),
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "evaluated": outcome.evaluated,
+        "replayed": outcome.replayed,
+        "best": {"id": outcome.best_id, "fitness": outcome.best_fitness},
+        "selected": None
+        if sel is None
+        else {
+            "id": sel.id,
+            "fitness": sel.fitness,
+            "fitness_low": sel.fitness_low,
+            "strategy_hash": sel.strategy_hash,
+            "source": str(run.dir / "selected.py"),
+        },
+        "spend": outcome.spend,
+        "next": [
+            f"monsearch lineage {run.id}",
+            f"monsearch report {run.id}",
+            f"monsearch test {run.id}",
+            f"monsearch export {run.id} --out monitor-{run.id}",
+        ]
+        if sel is not None
+        else [f"monsearch evolve --resume {run.id}"],
+    }
+
+
+def _print_outcome(report: dict[str, Any]) -> None:
+    click.echo(f"run {report['run_id']}: {report['status']} ({report['reason']})")
+    click.echo(
+        f"  evaluated {report['evaluated']} candidate(s)"
+        + (f", {report['replayed']} replayed from the lineage" if report["replayed"] else "")
+    )
+    best = report["best"]
+    if best["id"]:
+        click.echo(f"  best val budget-AUC: {best['fitness']:.4f} ({best['id']})")
+    sel = report["selected"]
+    if sel:
+        click.echo(
+            f"  selected: {sel['id']}  val budget-AUC {sel['fitness']:.4f}, "
+            f"bootstrap 5th percentile {sel['fitness_low']:.4f}"
+        )
+        click.echo(f"  frozen as {sel['source']} (sha256 {sel['strategy_hash'][:16]}…)")
+    spend = report["spend"]
+    if spend.get("usd"):
+        click.echo(f"  spend: ${spend['usd']:.4f}")
+    click.echo("next:")
+    for line in report["next"]:
+        click.echo(f"  {line}")

@@ -1,0 +1,208 @@
+"""The configuration of one run: every knob of ``monsearch evolve``, resolved.
+
+Defaults < ``--config FILE`` (TOML) < command-line options. The resolved
+configuration is written to ``runs/<id>/config.json`` before the first
+evaluation; ``--resume`` reads it back, so a resumed run cannot silently change
+its seed, corpus or search settings (only the budget and spend caps may grow).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from monsearch.errors import MonsearchError
+
+
+class ConfigError(MonsearchError):
+    """A configuration file or option that cannot be used."""
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    """How candidates are scored on val (and later, by the sealed test, elsewhere)."""
+
+    b_lo: float = 0.01
+    b_hi: float = 0.10
+    n_budgets: int = 41
+    #: Mean oracle calls per benign trajectory a candidate may make (DESIGN.md: rho).
+    rho: float = 0.05
+    #: Oracle calls per trajectory past which ``oracle()`` returns None (Q).
+    per_traj_cap: int = 1
+    on_small: str = "warn"
+    oracle: str = "replay"
+    #: Bootstrap replicates for the selection's lower bound (5th percentile).
+    n_boot: int = 200
+    #: How many of the best candidates (by point fitness) the bootstrap ranks.
+    select_top: int = 10
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """The evolution loop and the program database (openevolve's MAP-Elites + islands)."""
+
+    islands: int = 3
+    population: int = 200
+    archive: int = 40
+    #: Candidates proposed from one database state and evaluated together. Fixed by
+    #: the config, not by the number of workers, so the lineage does not depend on it.
+    batch: int = 4
+    migration_interval: int = 20
+    migration_rate: float = 0.1
+    exploration_ratio: float = 0.2
+    exploitation_ratio: float = 0.7
+    num_inspirations: int = 2
+    #: Optuna trials per tuned candidate (on train; not counted in --budget), 0: off.
+    optuna_trials: int = 12
+    #: Tune the PARAMS of every k-th proposed candidate (0: never).
+    optuna_every: int = 4
+    #: Train trajectories the tuner scores on (a fixed, stratified subset; 0: all).
+    train_subset: int = 1500
+    #: Attempts to get a program not evaluated before, before a duplicate is recorded.
+    dedup_attempts: int = 3
+
+
+def _default_corpus() -> dict[str, int]:
+    from monsearch.corpora.synth.generate import DEFAULT_SEED, DEFAULT_SIZE
+
+    return {"seed": DEFAULT_SEED, "size": DEFAULT_SIZE}
+
+
+@dataclass(frozen=True)
+class ProposerSpec:
+    name: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class EvolveConfig:
+    run_id: str = ""
+    seed: int = 0
+    budget: int = 100
+    max_usd: float | None = None
+    max_tokens: int | None = None
+    #: None: the embedded default corpus (``corpus_default`` says which).
+    corpus_path: str | None = None
+    corpus_default: dict[str, int] = field(default_factory=lambda: _default_corpus())
+    seeds: tuple[str, ...] = ("baseline", "stronger")
+    proposers: tuple[ProposerSpec, ...] = (ProposerSpec("offline"),)
+    llm: dict[str, Any] = field(default_factory=dict)
+    evaluation: EvaluationConfig = EvaluationConfig()
+    search: SearchConfig = SearchConfig()
+    workers: int = 2
+    wall_s: float = 60.0
+    cpu_s: float = 30.0
+    memory_mb: int = 1024
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["seeds"] = list(self.seeds)
+        d["proposers"] = [asdict(p) for p in self.proposers]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str = "configuration") -> EvolveConfig:
+        return _build(cls, d, where)
+
+    def with_overrides(self, **options: Any) -> EvolveConfig:
+        """Apply command-line options (None: not given). Dotted names reach sub-configs."""
+        top: dict[str, Any] = {}
+        sub: dict[str, dict[str, Any]] = {"evaluation": {}, "search": {}}
+        for key, value in options.items():
+            if value is None:
+                continue
+            section, _, name = key.partition(".")
+            if name:
+                sub[section][name] = value
+            else:
+                top[key] = value
+        cfg = replace(self, **top)
+        if sub["evaluation"]:
+            cfg = replace(cfg, evaluation=replace(cfg.evaluation, **sub["evaluation"]))
+        if sub["search"]:
+            cfg = replace(cfg, search=replace(cfg.search, **sub["search"]))
+        return cfg
+
+    def validate(self) -> EvolveConfig:
+        problems: list[str] = []
+        if self.budget < 1:
+            problems.append(f"budget {self.budget}: must be at least 1")
+        ev, se = self.evaluation, self.search
+        if not 0 < ev.b_lo < ev.b_hi <= 1:
+            problems.append(f"budget range [{ev.b_lo}, {ev.b_hi}]: need 0 < b_lo < b_hi <= 1")
+        if ev.rho < 0:
+            problems.append(f"rho {ev.rho}: must be >= 0")
+        if ev.on_small not in ("warn", "refuse"):
+            problems.append(f"on_small {ev.on_small!r}: 'warn' or 'refuse'")
+        if ev.oracle not in ("replay", "none"):
+            problems.append(f"oracle {ev.oracle!r}: 'replay' or 'none'")
+        if se.islands < 1 or se.population < 4 or se.batch < 1:
+            problems.append("search: need islands >= 1, population >= 4, batch >= 1")
+        if not self.proposers or any(p.weight < 0 for p in self.proposers):
+            problems.append("proposers: at least one, weights >= 0")
+        if sum(p.weight for p in self.proposers) <= 0:
+            problems.append("proposers: the weights sum to 0")
+        known = {"offline", "perturb", "llm"}
+        for p in self.proposers:
+            if p.name not in known:
+                problems.append(f"proposer {p.name!r}: one of {', '.join(sorted(known))}")
+        if self.workers < 1:
+            problems.append(f"workers {self.workers}: must be at least 1")
+        if problems:
+            raise ConfigError("; ".join(problems))
+        return self
+
+
+def _build(cls: type, d: Any, where: str) -> Any:
+    if not isinstance(d, dict):
+        raise ConfigError(f"{where}: expected a table, got {type(d).__name__}")
+    names = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(d) - set(names))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    kwargs: dict[str, Any] = {}
+    for key, value in d.items():
+        if key == "evaluation":
+            kwargs[key] = _build(EvaluationConfig, value, f"{where}: evaluation")
+        elif key == "search":
+            kwargs[key] = _build(SearchConfig, value, f"{where}: search")
+        elif key == "proposers":
+            if not isinstance(value, list):
+                raise ConfigError(f"{where}: proposers must be a list of tables")
+            kwargs[key] = tuple(_build(ProposerSpec, p, f"{where}: proposers") for p in value)
+        elif key == "seeds":
+            kwargs[key] = tuple(value)
+        else:
+            kwargs[key] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def load_config_file(path: str | Path) -> EvolveConfig:
+    """An :class:`EvolveConfig` from a TOML file (keys as in ``config.json``)."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: unreadable ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML ({exc})") from None
+    return EvolveConfig.from_dict(data, str(p))
+
+
+def parse_proposers(text: str) -> tuple[ProposerSpec, ...]:
+    """``offline``, ``offline:0.7,llm:0.3`` → proposer specs."""
+    specs = []
+    for part in text.split(","):
+        name, _, weight = part.strip().partition(":")
+        try:
+            specs.append(ProposerSpec(name.strip(), float(weight) if weight else 1.0))
+        except ValueError:
+            raise ConfigError(f"--proposer {text!r}: weight {weight!r} is not a number") from None
+    return tuple(specs)

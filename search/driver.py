@@ -1,0 +1,231 @@
+"""Starting, resuming and finishing a run: corpus, pools, lineage, selection.
+
+:func:`evolve` is what ``monsearch evolve`` calls. It refuses to run unless string
+hashing is fixed (``PYTHONHASHSEED=0``, which the command arranges), because the
+program database's iteration order depends on it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from monsearch.errors import MonsearchError
+
+from .config import EvolveConfig
+from .database import hash_seed_fixed
+from .engine import Progress, Search, SearchError, SearchOutcome, StopFlag
+from .evaluator import SearchEvaluator
+from .lineage import LineageStore
+from .proposal import TrainData
+from .runs import Run, check_run_id, runs_root
+
+
+def new_run_id(seed: int) -> str:
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{now}-s{seed}"
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in ("monsearch", "openevolve", "optuna", "RestrictedPython", "numpy", "scikit-learn"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "?"
+    return out
+
+
+def _corpus_info(cfg: EvolveConfig, corp: Any, path: Path) -> dict[str, Any]:
+    from monsearch.corpora.store import assignment_hash_of
+
+    return {
+        "path": cfg.corpus_path,
+        "default": None if cfg.corpus_path else dict(cfg.corpus_default),
+        "resolved_path": str(path),
+        "name": corp.name,
+        "content_hash": corp.content_hash,
+        "assignment_hash": corp.manifest.assignment_hash or assignment_hash_of(corp.assignment()),
+        "splits": {"train": "train", "val": "val"},
+    }
+
+
+def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None) -> tuple[Any, Path]:
+    """Train and val of the run's corpus (building the default one if needed).
+
+    Only ``train`` and ``val`` are loaded: nothing in the search can reach test or
+    cross-generator labels.
+    """
+    from monsearch.corpora.store import load_corpus
+
+    if cfg.corpus_path:
+        path = Path(cfg.corpus_path)
+    else:
+        from monsearch.corpora.synth.generate import ensure_default_corpus
+
+        if progress:
+            progress("building or loading the default corpus")
+        path = ensure_default_corpus(
+            seed=cfg.corpus_default.get("seed", 0), size=cfg.corpus_default.get("size")
+        )
+    if progress:
+        progress(f"loading train and val of {path.name}")
+    corp = load_corpus(path, ["train", "val"])
+    missing = [s for s in ("train", "val") if s not in corp.loaded_splits]
+    if missing:
+        raise SearchError(
+            f"corpus {path}: no {' or '.join(missing)} split (split it first: "
+            "monsearch corpus split)"
+        )
+    return corp, path
+
+
+def _train_data(trajectories: list[Any]) -> TrainData:
+    import numpy as np
+
+    from monsearch.sandbox.view import build_views
+
+    return TrainData(
+        trajectories=trajectories,
+        views=build_views(trajectories),
+        labels=np.asarray([t.label.is_failure for t in trajectories], dtype=bool),
+        tasks=[t.task for t in trajectories],
+        dimensions=[t.dimension.value for t in trajectories],
+        ids=[t.id for t in trajectories],
+    )
+
+
+def prepare_run(
+    cfg: EvolveConfig, *, resume: str | None, runs_dir: str | Path | None
+) -> tuple[EvolveConfig, Run]:
+    """The run folder and its effective config (a resumed run keeps its own)."""
+    root = runs_root(runs_dir)
+    if resume:
+        from .runs import resolve_run
+
+        run = resolve_run(resume, root)
+        stored = EvolveConfig.from_dict(
+            {k: v for k, v in run.config().items() if k not in _CIRCUMSTANCES},
+            str(run.dir / "config.json"),
+        )
+        # Only the budget and the spend caps may change on resume.
+        effective = stored.with_overrides(
+            budget=cfg.budget, max_usd=cfg.max_usd, max_tokens=cfg.max_tokens
+        )
+        return effective.validate(), run
+    run_id = check_run_id(cfg.run_id or new_run_id(cfg.seed))
+    run = Run(root / run_id)
+    if run.dir.exists() and any(run.dir.iterdir()):
+        raise MonsearchError(
+            f"run {run_id!r} already exists in {root}/ (resume it with --resume {run_id}, "
+            "or pick another --run-id)"
+        )
+    from monsearch.commands.paths import ensure_writable_dir
+
+    ensure_writable_dir(run.dir, "run folder")
+    run.dir.mkdir(parents=True, exist_ok=True)
+    from dataclasses import replace
+
+    return replace(cfg, run_id=run_id).validate(), run
+
+
+#: Keys of config.json that record circumstances, not settings.
+_CIRCUMSTANCES = ("created", "corpus", "python_hash_seed", "versions", "runs_dir")
+
+
+def evolve(
+    cfg: EvolveConfig,
+    *,
+    resume: str | None = None,
+    runs_dir: str | Path | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    on_start: Callable[[EvolveConfig, Run, int], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    stop: StopFlag | None = None,
+) -> SearchOutcome:
+    """Run (or resume) a search to its budget, select and freeze the strategy."""
+    if not hash_seed_fixed():
+        raise SearchError(
+            "the search must run with PYTHONHASHSEED=0 (its program database iterates over "
+            "sets of ids); `monsearch evolve` sets it — from Python, start the interpreter "
+            "with PYTHONHASHSEED=0"
+        )
+    cfg, run = prepare_run(cfg, resume=resume, runs_dir=runs_dir)
+    stage = on_stage or (lambda _m: None)
+    corp, path = open_corpus(cfg, stage)
+    corpus_info = _corpus_info(cfg, corp, path)
+    if resume:
+        recorded = run.config().get("corpus", {})
+        if recorded.get("content_hash") != corpus_info["content_hash"]:
+            raise SearchError(
+                f"run {run.id} was made on corpus {recorded.get('content_hash', '?')[:12]}, "
+                f"but {path} now holds {corpus_info['content_hash'][:12]}: resuming would "
+                "mix two corpora"
+            )
+    config_dict = {
+        **cfg.to_dict(),
+        "created": run.config().get("created") if resume else _dt.datetime.now(_dt.UTC).isoformat(),
+        "corpus": corpus_info,
+        "python_hash_seed": os.environ.get("PYTHONHASHSEED", "0"),
+        "versions": _versions(),
+    }
+    run.write_config(config_dict)
+
+    from monsearch.sandbox.evaluate import SandboxLimits
+
+    limits = SandboxLimits(wall_s=cfg.wall_s, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb)
+    parts = corp.manifest.parts
+
+    def identity(split: str) -> str | None:
+        part = parts.get(split)
+        return None if part is None else f"corpus {corp.content_hash} split {split} part {part.sha256}"
+
+    stage(f"starting the sandbox ({cfg.workers} worker(s) over val, 1 over train)")
+    with SearchEvaluator(
+        corp.split("train"),
+        corp.split("val"),
+        cfg.evaluation,
+        train_subset=cfg.search.train_subset,
+        seed=cfg.seed,
+        workers=cfg.workers,
+        limits=limits,
+        identity=identity,
+    ) as evaluator, LineageStore(run.lineage_path) as store:
+        stage(f"building views of {len(evaluator.train)} train trajectories for the proposers")
+        train = _train_data(evaluator.train)
+        store.set_meta("status", "running")
+        search = Search(cfg, run, evaluator, train, store, on_progress=on_progress, stop=stop)
+        if on_start:
+            on_start(cfg, run, len(search.stored))
+        try:
+            status, reason = search.run_loop()
+        except BaseException as exc:
+            store.set_meta("status", "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+            store.set_meta("reason", f"{type(exc).__name__}: {exc}")
+            search.close()
+            raise
+        store.set_meta("status", status)
+        store.set_meta("reason", reason)
+        stage("selecting the strategy (bootstrap lower bound on val)")
+        selected = search.select()
+        if selected is not None:
+            run.write_selected(selected)
+        best = search.progress()
+        search.close()
+        return SearchOutcome(
+            run=run,
+            status=status,
+            reason=reason,
+            evaluated=search.evaluated,
+            replayed=search.replayed,
+            selected=selected,
+            best_id=best.best_id,
+            best_fitness=best.best,
+            spend=store.ledger_totals(),
+        )

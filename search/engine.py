@@ -1,0 +1,512 @@
+"""The evolution loop: propose, tune, evaluate on val, record, select.
+
+monsearch owns the loop (shared/research/openevolve-0.4.0.md §14.5): openevolve's
+own controller cannot kill a stuck candidate, ends silently when a worker dies and
+is not reproducible. openevolve supplies the program database (MAP-Elites,
+islands, migration: :mod:`.database`) and, for the LLM proposer, the model
+ensemble and diff handling.
+
+Determinism: candidates are proposed in batches of ``search.batch`` from one
+database state; every random draw comes from a generator seeded by (run seed,
+sequence number, purpose); results enter the database and the lineage in sequence
+order, whatever order the sandbox finishes them in. Resume replays: the loop runs
+again from the start, and every sequence number already in the lineage takes its
+stored record instead of being proposed and evaluated again, so a resumed run
+continues exactly where an uninterrupted one would be.
+"""
+
+from __future__ import annotations
+
+import difflib
+import random
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from monsearch.errors import MonsearchError
+
+from .config import EvolveConfig
+from .database import ProgramsDatabase, derived_seed
+from .evaluator import SearchEvaluator
+from .lineage import PROPOSAL_ERROR, CandidateRecord, LineageStore, source_hash
+from .proposal import ProgramInfo, Proposal, ProposalContext, Proposer, TrainData
+from .runs import Run, SelectedStrategy
+
+#: Status of a candidate whose program was already evaluated (the proposer kept
+#: producing known programs); it costs one evaluation of the budget, like on any search.
+DUPLICATE = "duplicate"
+
+
+class SearchError(MonsearchError):
+    """The search cannot start or cannot go on."""
+
+
+@dataclass
+class Progress:
+    """What the progress display shows after each recorded candidate."""
+
+    done: int
+    budget: int
+    best: float
+    best_id: str | None
+    evals_per_s: float
+    usd: float
+    tokens: int
+    last: CandidateRecord | None = None
+
+
+@dataclass
+class SearchOutcome:
+    run: Run
+    status: str  # finished | interrupted | stopped
+    reason: str
+    evaluated: int
+    replayed: int
+    selected: SelectedStrategy | None
+    best_id: str | None
+    best_fitness: float
+    spend: dict[str, Any] = field(default_factory=dict)
+
+
+class StopFlag:
+    """Set by the first Ctrl-C: the loop records the batch in flight, then stops."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def set(self, reason: str) -> None:
+        self.reason = self.reason or reason
+
+    def __bool__(self) -> bool:
+        return self.reason is not None
+
+
+def _diff(parent: str | None, child: str | None) -> str:
+    if parent is None or child is None:
+        return ""
+    lines = difflib.unified_diff(
+        parent.splitlines(keepends=True),
+        child.splitlines(keepends=True),
+        fromfile="parent",
+        tofile="child",
+        n=2,
+    )
+    return "".join(lines)
+
+
+def _info(record: CandidateRecord) -> ProgramInfo:
+    return ProgramInfo(
+        id=record.id,
+        source=record.source or "",
+        fitness=record.fitness,
+        metrics=record.fitness_json or {},
+        operator=record.operator,
+        generation=record.generation,
+    )
+
+
+def _oracle_rho(record: CandidateRecord) -> float:
+    oracle = (record.fitness_json or {}).get("oracle") or {}
+    return float(oracle.get("rho") or 0.0)
+
+
+def make_proposers(cfg: EvolveConfig) -> dict[str, Proposer]:
+    """The proposers the config names, built once per run."""
+    out: dict[str, Proposer] = {}
+    for spec in cfg.proposers:
+        if spec.name == "offline":
+            from .offline import OfflineProposer
+
+            out["offline"] = OfflineProposer()
+        elif spec.name == "perturb":
+            from .offline import PerturbProposer
+
+            out["perturb"] = PerturbProposer()
+        elif spec.name == "llm":
+            from .llm_proposer import LLMProposer, LLMProposerConfig
+
+            out["llm"] = LLMProposer(LLMProposerConfig.from_dict(cfg.llm))
+    return out
+
+
+def _choose(cfg: EvolveConfig, rng: random.Random) -> str:
+    names = [p.name for p in cfg.proposers]
+    weights = [p.weight for p in cfg.proposers]
+    return rng.choices(names, weights=weights, k=1)[0] if len(names) > 1 else names[0]
+
+
+@dataclass
+class _Pending:
+    seq: int
+    island: int
+    parent: CandidateRecord | None
+    proposal: Proposal
+    proposer: str
+    timings: dict[str, float]
+    tune: dict[str, Any] | None = None
+    duplicate_of: str | None = None
+
+
+class Search:
+    """One run of the loop over an open evaluator and lineage store."""
+
+    def __init__(
+        self,
+        cfg: EvolveConfig,
+        run: Run,
+        evaluator: SearchEvaluator,
+        train: TrainData,
+        store: LineageStore,
+        *,
+        proposers: dict[str, Proposer] | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        stop: StopFlag | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.run = run
+        self.evaluator = evaluator
+        self.train = train
+        self.store = store
+        self.proposers = proposers if proposers is not None else make_proposers(cfg)
+        self.on_progress = on_progress
+        self.stop = stop or StopFlag()
+        self.records: dict[str, CandidateRecord] = {}
+        self.by_hash: dict[str, str] = {}
+        self.db = ProgramsDatabase(cfg.search, cfg.seed)
+        self.stored = {r.seq: r for r in store.records()}
+        self.replayed = 0
+        self.evaluated = 0
+        self._t0 = time.perf_counter()
+
+    # -- the loop
+
+    def run_loop(self) -> tuple[str, str]:
+        """Run until the budget is spent (or a stop); returns (status, reason)."""
+        from monsearch.strategies import SEEDS
+
+        cfg = self.cfg
+        seeds = [(name, SEEDS[name]) for name in cfg.seeds]
+        seq = 0
+        # Seeds first, one batch: they are the database's first programs.
+        pending, replay = [], []
+        for name, source in seeds[: cfg.budget]:
+            if seq in self.stored:
+                replay.append(seq)
+                seq += 1
+                continue
+            pending.append(
+                _Pending(
+                    seq,
+                    seq % cfg.search.islands,
+                    None,
+                    Proposal(source, f"seed:{name}", (), f"seed strategy {name!r}"),
+                    "seed",
+                    {},
+                )
+            )
+            seq += 1
+        self._finish(pending, replay)
+        while seq < cfg.budget:
+            if self.stop:
+                return "interrupted", self.stop.reason or "stopped"
+            over = self._over_spend()
+            if over:
+                return "stopped", over
+            if not self.records:
+                raise SearchError("no seed strategy was recorded: nothing to evolve from")
+            batch = range(seq, min(seq + cfg.search.batch, cfg.budget))
+            pending = [self._propose(s) for s in batch if s not in self.stored]
+            replay = [s for s in batch if s in self.stored]
+            self._finish(pending, replay)
+            seq = batch.stop
+            dead = self._dead_proposer()
+            if dead:
+                return "stopped", dead
+        return "finished", f"budget of {cfg.budget} evaluations spent"
+
+    def _over_spend(self) -> str | None:
+        totals = self.store.ledger_totals()
+        llm = totals.get("llm", {})
+        if self.cfg.max_usd is not None and totals["usd"] >= self.cfg.max_usd:
+            return f"spend cap reached: ${totals['usd']:.4f} of --max-usd {self.cfg.max_usd:g}"
+        tokens = llm.get("prompt_tokens", 0) + llm.get("completion_tokens", 0)
+        if self.cfg.max_tokens is not None and tokens >= self.cfg.max_tokens:
+            return f"token cap reached: {tokens} of --max-tokens {self.cfg.max_tokens}"
+        return None
+
+    def _dead_proposer(self) -> str | None:
+        llm = self.proposers.get("llm")
+        failures = getattr(llm, "consecutive_failures", 0) if llm is not None else 0
+        limit = getattr(llm, "max_consecutive_failures", 5) if llm is not None else 5
+        if failures >= limit and [p.name for p in self.cfg.proposers] == ["llm"]:
+            return f"the LLM endpoint failed {failures} times in a row: {llm.last_error}"  # type: ignore[union-attr]
+        return None
+
+    def _context(self, seq: int) -> ProposalContext:
+        return ProposalContext(
+            train=self.train,
+            score_on_train=self.evaluator.score_on_train,
+            seed=self.cfg.seed,
+            seq=seq,
+        )
+
+    def _propose(self, seq: int) -> _Pending:
+        cfg = self.cfg
+        island = seq % cfg.search.islands
+        sampled = self.db.sample(seq, island, cfg.search.num_inspirations)
+        parent = self.records[sampled.parent_id]
+        inspirations = [_info(self.records[i]) for i in sampled.inspiration_ids if i in self.records]
+        rng = random.Random(derived_seed(cfg.seed, seq, "propose"))
+        name = _choose(cfg, rng)
+        proposer = self.proposers[name]
+        t0 = time.perf_counter()
+        proposal = Proposal(None, "none", (parent.id,), error="no attempt")
+        duplicate_of = None
+        for _ in range(max(1, cfg.search.dedup_attempts)):
+            try:
+                proposal = proposer.propose(_info(parent), inspirations, rng, self._context(seq))
+            except Exception as exc:  # a proposer bug costs one candidate, never the run
+                proposal = Proposal(
+                    None, "error", (parent.id,), error=f"{type(exc).__name__}: {exc}"
+                )
+            if proposal.source is None:
+                break
+            duplicate_of = self.by_hash.get(source_hash(proposal.source))
+            if duplicate_of is None:
+                break
+        timings = {"propose_s": time.perf_counter() - t0}
+        pending = _Pending(seq, island, parent, proposal, name, timings, None, duplicate_of)
+        if (
+            proposal.source is not None
+            and duplicate_of is None
+            and cfg.search.optuna_trials > 0
+            and cfg.search.optuna_every > 0
+            and seq % cfg.search.optuna_every == 0
+        ):
+            self._tune(pending)
+        return pending
+
+    def _tune(self, pending: _Pending) -> None:
+        from .tuning import tune_params
+
+        source = pending.proposal.source
+        assert source is not None
+        t0 = time.perf_counter()
+        result = tune_params(
+            source,
+            lambda params: self.evaluator.score_on_train(source, params),
+            self.evaluator.train_fitness,
+            trials=self.cfg.search.optuna_trials,
+            seed=derived_seed(self.cfg.seed, pending.seq, "optuna"),
+        )
+        pending.timings["tune_s"] = time.perf_counter() - t0
+        if result is None:
+            return
+        pending.tune = {
+            "trials": result.trials,
+            "train_before": result.before,
+            "train_after": result.after,
+            "changed": list(result.changed),
+        }
+        if result.changed and source_hash(result.source) not in self.by_hash:
+            pending.proposal.source = result.source
+            pending.proposal.description += f" (+ optuna: {len(result.changed)} constants tuned on train)"
+
+    def _finish(self, pending: list[_Pending], replay: list[int] = ()) -> None:  # type: ignore[assignment]
+        """Evaluate what needs it, then record everything in sequence order."""
+        to_eval = [
+            p for p in pending if p.proposal.source is not None and p.duplicate_of is None
+        ]
+        t0 = time.perf_counter()
+        results = self.evaluator.evaluate_val([p.proposal.source for p in to_eval])  # type: ignore[misc]
+        eval_s = (time.perf_counter() - t0) / max(1, len(to_eval))
+        by_seq = {p.seq: r for p, r in zip(to_eval, results, strict=True)}
+        items: list[tuple[int, Any]] = [(p.seq, p) for p in pending] + [(s, None) for s in replay]
+        for seq, p in sorted(items, key=lambda x: x[0]):
+            if p is None:
+                record = self.stored[seq]
+                self.replayed += 1
+            else:
+                record, scores, ledger = self._record(p, by_seq.get(seq), eval_s)
+                self.store.add(record, scores, ledger)
+                self.evaluated += 1
+            self._admit(record)
+
+    def _record(
+        self, p: _Pending, result: Any, eval_s: float
+    ) -> tuple[CandidateRecord, np.ndarray | None, list[dict[str, Any]]]:
+        proposal = p.proposal
+        parent_ids = proposal.parent_ids or ((p.parent.id,) if p.parent else ())
+        artifacts: dict[str, Any] = {}
+        if proposal.error:
+            artifacts["proposal_error"] = proposal.error
+        if proposal.raw_response is not None:
+            artifacts["raw_response"] = proposal.raw_response[:20000]
+        if proposal.model:
+            artifacts["model"] = proposal.model
+        if p.tune:
+            artifacts["optuna"] = p.tune
+        scores = None
+        fitness_json = None
+        sandbox_status = None
+        if proposal.source is None:
+            status, fitness = PROPOSAL_ERROR, 0.0
+        elif p.duplicate_of is not None:
+            status, fitness = DUPLICATE, 0.0
+            artifacts["duplicate_of"] = p.duplicate_of
+        else:
+            status = result.fitness.status
+            fitness = float(result.fitness.fitness)
+            fitness_json = result.fitness.to_dict()
+            sandbox_status = result.sandbox_status
+            artifacts["sandbox"] = result.artifacts
+            scores = result.scores
+            p.timings["eval_s"] = result.wall_s or eval_s
+        ledger = []
+        if proposal.usage or proposal.cost_usd:
+            ledger.append(
+                {
+                    "kind": "llm",
+                    "model": proposal.model,
+                    "prompt_tokens": proposal.usage.get("prompt_tokens", 0),
+                    "completion_tokens": proposal.usage.get("completion_tokens", 0),
+                    "calls": 1,
+                    "usd": proposal.cost_usd,
+                }
+            )
+        if fitness_json is not None:
+            oracle = fitness_json.get("oracle") or {}
+            if oracle.get("calls"):
+                ledger.append(
+                    {
+                        "kind": "oracle",
+                        "calls": oracle.get("fresh_calls") or 0,
+                        "usd": oracle.get("cost_usd") or 0.0,
+                    }
+                )
+        gen = 0 if p.parent is None else p.parent.generation + 1
+        if len(parent_ids) > 1:
+            gen = 1 + max(self.records[i].generation for i in parent_ids if i in self.records)
+        record = CandidateRecord(
+            seq=p.seq,
+            id=f"c{p.seq:05d}",
+            parent_ids=tuple(parent_ids),
+            generation=gen,
+            island=p.island,
+            proposer=p.proposer,
+            operator=proposal.operator,
+            description=proposal.description,
+            source=proposal.source,
+            source_hash=None if proposal.source is None else source_hash(proposal.source),
+            diff=_diff(p.parent.source if p.parent else None, proposal.source),
+            status=status,
+            sandbox_status=sandbox_status,
+            fitness=fitness,
+            fitness_json=fitness_json,
+            artifacts=artifacts,
+            spend={"llm_usd": proposal.cost_usd, **dict(proposal.usage)},
+            timings=p.timings,
+        )
+        return record, scores, ledger
+
+    def _admit(self, record: CandidateRecord) -> None:
+        self.records[record.id] = record
+        if record.source is not None and record.status not in (PROPOSAL_ERROR, DUPLICATE):
+            self.by_hash.setdefault(record.source_hash or "", record.id)
+            self.db.add(
+                record.id,
+                record.source,
+                record.fitness,
+                _oracle_rho(record),
+                seq=record.seq,
+                parent_id=record.parent_ids[0] if record.parent_ids else None,
+                generation=record.generation,
+                island=record.island or 0,
+            )
+        if self.on_progress is not None:
+            self.on_progress(self.progress(record))
+
+    def progress(self, last: CandidateRecord | None = None) -> Progress:
+        best = max(
+            (r for r in self.records.values() if r.ok), key=lambda r: r.fitness, default=None
+        )
+        totals = self.store.ledger_totals()
+        llm = totals.get("llm", {})
+        elapsed = time.perf_counter() - self._t0
+        return Progress(
+            done=len(self.records),
+            budget=self.cfg.budget,
+            best=best.fitness if best else 0.0,
+            best_id=best.id if best else None,
+            evals_per_s=self.evaluated / elapsed if elapsed > 0 else 0.0,
+            usd=totals["usd"],
+            tokens=llm.get("prompt_tokens", 0) + llm.get("completion_tokens", 0),
+            last=last,
+        )
+
+    # -- selection
+
+    def select(self) -> SelectedStrategy | None:
+        """The frozen strategy: best 5th bootstrap percentile among the top candidates."""
+        ok = sorted(
+            (r for r in self.records.values() if r.ok and r.source),
+            key=lambda r: (-r.fitness, r.seq),
+        )[: max(1, self.cfg.evaluation.select_top)]
+        if not ok:
+            return None
+        ranked = []
+        for record in ok:
+            scores = self.store.val_scores(record.seq)
+            if scores is None:
+                continue
+            boot = self.evaluator.val_fitness_with_bootstrap(
+                scores, derived_seed(self.cfg.seed, 0, "bootstrap") % 2**32
+            )
+            low = boot.fitness_low if boot.fitness_low is not None else 0.0
+            ranked.append((low, record.fitness, -record.seq, record, boot))
+        if not ranked:
+            return None
+        low, _, _, record, boot = max(ranked, key=lambda x: x[:3])
+        fitness_json = dict(record.fitness_json or {})
+        fitness_json["fitness_low"] = low
+        config = self.run.config()
+        return SelectedStrategy(
+            run_id=self.run.id,
+            id=record.id,
+            source=record.source or "",
+            strategy_hash=record.source_hash or source_hash(record.source or ""),
+            fitness=record.fitness,
+            fitness_low=low,
+            fitness_json=fitness_json,
+            corpus=config.get("corpus", {}),
+            evaluation=config.get("evaluation", {}),
+            selection={
+                "rule": "highest 5th percentile of a paired, stratified bootstrap of the val "
+                "aggregate budget-AUC among the top candidates by point fitness",
+                "n_boot": self.cfg.evaluation.n_boot,
+                "considered": [
+                    {"id": r.id, "fitness": f, "fitness_low": lo} for lo, f, _, r, _ in ranked
+                ],
+            },
+        )
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def install_stop_handler(stop: StopFlag) -> Callable[[], None]:
+    """First Ctrl-C: stop after the batch in flight is recorded. Second: stop now."""
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop:
+            signal.signal(signal.SIGINT, previous)
+            raise KeyboardInterrupt
+        stop.set("interrupted (Ctrl-C): the candidates in flight were recorded")
+
+    signal.signal(signal.SIGINT, handler)
+    return lambda: signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,229 @@
+"""Scoring candidates for the search: val fitness in the sandbox, train scores for proposers.
+
+:class:`SearchEvaluator` owns two sandbox pools: one over ``val`` (fitness, the
+only number selection sees) and one over a fixed, stratified subset of ``train``
+(what the offline proposer's residual mining, optuna and the LLM feedback read).
+Nothing here reads ``test`` or cross-generator splits.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from monsearch.eval.fitness import Fitness, evaluate_fitness
+
+from .config import EvaluationConfig
+
+
+@dataclass
+class Evaluation:
+    """One candidate on val: the fitness record, its scores (None if it did not
+    score), the sandbox's artefacts and how long it took."""
+
+    fitness: Fitness
+    scores: np.ndarray | None
+    sandbox_status: str
+    artifacts: dict[str, Any]
+    wall_s: float
+
+
+def labelled(trajectories: Sequence[Any]) -> list[Any]:
+    """The trajectories that carry a panel label (fitness needs one)."""
+    return [t for t in trajectories if t.label is not None]
+
+
+def stratified_subset(trajectories: Sequence[Any], n: int, seed: int) -> list[Any]:
+    """A fixed subset of ``n`` trajectories, proportional per (task, label), in input order.
+
+    Deterministic in (ids, labels, n, seed): a hash of the id with the seed orders
+    each stratum, so no random state is consumed.
+    """
+    import hashlib
+
+    if n <= 0 or n >= len(trajectories):
+        return list(trajectories)
+    strata: dict[tuple[str, bool], list[int]] = {}
+    for i, t in enumerate(trajectories):
+        strata.setdefault((t.task, bool(t.label.is_failure)), []).append(i)
+    keep: list[int] = []
+    share = n / len(trajectories)
+    for key in sorted(strata):
+        idx = strata[key]
+        k = max(1, round(len(idx) * share))
+        ranked = sorted(
+            idx,
+            key=lambda i: hashlib.sha256(f"{seed}:{trajectories[i].id}".encode()).digest(),
+        )
+        keep.extend(ranked[:k])
+    return [trajectories[i] for i in sorted(keep)]
+
+
+def _fitness_of(
+    trajs: Sequence[Any],
+    scores: np.ndarray,
+    oracle: Mapping[str, Any],
+    cfg: EvaluationConfig,
+    split: str,
+    n_boot: int = 0,
+    seed: int = 0,
+) -> Fitness:
+    y = np.asarray([t.label.is_failure for t in trajs], dtype=bool)
+    dims = np.asarray([t.dimension.value for t in trajs])
+    truth = [t.true_failure for t in trajs]
+    counts = oracle.get("counts") or {}
+    calls = np.asarray([counts.get(t.id, 0) for t in trajs], dtype=float)
+    cost = (oracle.get("cost") or {}).get("usd")
+    with warnings.catch_warnings():
+        # A raised budget range is recorded in the metrics; no need to print it per candidate.
+        warnings.simplefilter("ignore")
+        return evaluate_fitness(
+            scores,
+            y,
+            dims,
+            split=split,
+            oracle_calls=calls,
+            rho=cfg.rho,
+            fresh_calls=oracle.get("fresh"),
+            cost_usd=cost,
+            true_failure=truth if all(v is not None for v in truth) else None,
+            b_lo=cfg.b_lo,
+            b_hi=cfg.b_hi,
+            n_budgets=cfg.n_budgets,
+            on_small=cfg.on_small,  # type: ignore[arg-type]
+            all_dimensions=sorted({str(d) for d in dims}),
+            n_boot=n_boot,
+            seed=seed,
+        )
+
+
+def _artifacts(result: Any) -> dict[str, Any]:
+    """What the lineage keeps of a sandbox result (bounded: errors are capped there)."""
+    d = result.to_dict()
+    oracle = d.pop("oracle", {}) or {}
+    d["oracle"] = {k: oracle.get(k) for k in ("backend", "fresh", "judge_errors", "judge_error")}
+    d["oracle"]["calls"] = int(sum((oracle.get("counts") or {}).values()))
+    d["oracle"]["refused"] = int(sum((oracle.get("refused") or {}).values()))
+    for key in ("wall_s", "cpu_s", "usage"):
+        d.pop(key, None)  # timings are circumstances, kept apart from the lineage's content
+    return d
+
+
+class SearchEvaluator:
+    """Val and train pools for one run (context manager)."""
+
+    def __init__(
+        self,
+        train: Sequence[Any],
+        val: Sequence[Any],
+        cfg: EvaluationConfig,
+        *,
+        train_subset: int,
+        seed: int,
+        workers: int,
+        limits: Any,
+        identity: Callable[[str], str | None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
+        from monsearch.sandbox.evaluate import SandboxPool
+
+        self.cfg = cfg
+        self.val = labelled(val)
+        self.train = stratified_subset(labelled(train), train_subset, seed)
+        self._val_pool = SandboxPool(
+            self.val,
+            workers=workers,
+            limits=limits,
+            oracle=self._oracle(self.val),
+            identity=identity("val") if identity else None,
+            progress=progress,
+        )
+        try:
+            self._train_pool = SandboxPool(
+                self.train,
+                workers=1,
+                limits=limits,
+                # Proposers' train scores never consult the judge: its answers are val-only spend.
+                oracle=self._oracle(self.train, none=True),
+                identity=(
+                    f"{identity('train')} subset {train_subset} seed {seed}" if identity else None
+                ),
+                progress=progress,
+            )
+        except BaseException:
+            self._val_pool.close()
+            raise
+        self._train_cache: OrderedDict[str, np.ndarray | None] = OrderedDict()
+
+    def _oracle(self, trajs: Sequence[Any], none: bool = False) -> Any:
+        from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
+
+        cap = self.cfg.per_traj_cap
+        if none or self.cfg.oracle == "none":
+            return OracleConfig(backend="none", per_traj_cap=cap)
+        return OracleConfig(
+            backend="replay", per_traj_cap=cap, replay_scores=replay_scores_from(trajs)
+        )
+
+    def close(self) -> None:
+        self._val_pool.close()
+        self._train_pool.close()
+
+    def __enter__(self) -> SearchEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- val
+
+    def evaluate_val(self, sources: Sequence[str]) -> list[Evaluation]:
+        """Evaluate candidates on val concurrently; results in input order."""
+        if not sources:
+            return []
+        t0 = time.perf_counter()
+        results = self._val_pool.evaluate_many(list(sources))
+        out = []
+        for result in results:
+            if result.ok and result.scores is not None:
+                scores = np.asarray(result.scores, dtype=np.float64)
+                fitness = _fitness_of(self.val, scores, result.oracle or {}, self.cfg, "val")
+            else:
+                scores = None
+                fitness = Fitness.failed(result.status, result.message, split="val")
+            out.append(Evaluation(fitness, scores, result.status, _artifacts(result), result.wall_s))
+        elapsed = time.perf_counter() - t0
+        for e in out:
+            e.wall_s = e.wall_s or elapsed / len(out)
+        return out
+
+    def val_fitness_with_bootstrap(self, scores: np.ndarray, seed: int) -> Fitness:
+        """The val fitness of stored scores with the bootstrap's lower bound (selection)."""
+        # Oracle calls do not change the bootstrap; the feasibility verdict is kept by the caller.
+        return _fitness_of(self.val, scores, {}, self.cfg, "val", n_boot=self.cfg.n_boot, seed=seed)
+
+    # -- train
+
+    def score_on_train(self, source: str, params: Mapping[str, float] | None = None) -> np.ndarray | None:
+        """Scores on the train subset (None if the program does not run). Cached by source."""
+        key = source if params is None else source + repr(sorted(params.items()))
+        if key in self._train_cache:
+            self._train_cache.move_to_end(key)
+            return self._train_cache[key]
+        result = self._train_pool.evaluate(source, params=params)
+        scores = np.asarray(result.scores, dtype=np.float64) if result.ok else None
+        self._train_cache[key] = scores
+        if len(self._train_cache) > 256:
+            self._train_cache.popitem(last=False)
+        return scores
+
+    def train_fitness(self, scores: np.ndarray) -> float:
+        """Budget-AUC aggregate on the train subset (what optuna maximises)."""
+        fit = _fitness_of(self.train, scores, {}, self.cfg, "train")
+        return fit.fitness if fit.metrics is not None and fit.metrics.aggregate is not None else 0.0

@@ -1,0 +1,338 @@
+"""The run's lineage store: every candidate ever evaluated, never evicted (SQLite).
+
+One row per candidate, written in one transaction when its evaluation finishes,
+so a run killed at any moment (``kill -9`` included) keeps every finished
+candidate, and resuming replays them (:mod:`.engine`). Rows are immutable once
+written.
+
+Two kinds of columns: the *content* of the lineage (what was proposed and what it
+scored: identical between two runs with the same seed, corpus and offline
+proposer) and *circumstances* (wall-clock timings, when it was written). The
+content hash (:meth:`LineageStore.content_hash`) covers the first kind only, so
+"the same run, bit for bit" is checkable.
+
+Val scores of each candidate are kept (float64, zlib) in their own table: the
+selection's bootstrap, the sealed test's transferred thresholds and the reports
+read them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from monsearch.errors import MonsearchError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS candidates (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    parent_ids TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    island INTEGER,
+    proposer TEXT NOT NULL,
+    operator TEXT NOT NULL,
+    description TEXT NOT NULL,
+    source TEXT,
+    source_hash TEXT,
+    diff TEXT NOT NULL,
+    status TEXT NOT NULL,
+    sandbox_status TEXT,
+    fitness REAL NOT NULL,
+    fitness_json TEXT,
+    artifacts_json TEXT NOT NULL,
+    spend_json TEXT NOT NULL,
+    timings_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS scores (
+    seq INTEGER PRIMARY KEY REFERENCES candidates(seq),
+    val BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ledger (
+    entry INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER,
+    kind TEXT NOT NULL,
+    model TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    calls INTEGER NOT NULL DEFAULT 0,
+    usd REAL NOT NULL DEFAULT 0
+);
+"""
+
+#: Columns that make up the lineage's content (see the module doc).
+CONTENT_COLUMNS = (
+    "seq",
+    "id",
+    "parent_ids",
+    "generation",
+    "island",
+    "proposer",
+    "operator",
+    "description",
+    "source",
+    "source_hash",
+    "diff",
+    "status",
+    "sandbox_status",
+    "fitness",
+    "fitness_json",
+    "artifacts_json",
+    "spend_json",
+)
+
+#: Candidate statuses beyond the fitness statuses of :mod:`monsearch.eval.fitness`
+#: (ok / infeasible / not_estimable / failed): the proposer produced nothing usable.
+PROPOSAL_ERROR = "proposal_error"
+
+
+class LineageError(MonsearchError):
+    """The lineage store is missing, unreadable or from another version."""
+
+
+def source_hash(source: str) -> str:
+    """The strategy hash: sha256 of the program text (PARAMS are part of the text)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CandidateRecord:
+    """One evaluated candidate (one row). ``fitness_json`` is ``Fitness.to_dict()``."""
+
+    seq: int
+    id: str
+    parent_ids: tuple[str, ...]
+    generation: int
+    island: int | None
+    proposer: str
+    operator: str
+    description: str
+    source: str | None
+    source_hash: str | None
+    diff: str
+    status: str
+    sandbox_status: str | None
+    fitness: float
+    fitness_json: dict[str, Any] | None
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    spend: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def fitness_low(self) -> float | None:
+        return None if self.fitness_json is None else self.fitness_json.get("fitness_low")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["parent_ids"] = list(self.parent_ids)
+        return d
+
+
+def _dumps(value: Any) -> str:
+    # Sorted keys and no spaces: the content hash depends on these exact bytes.
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _row_to_record(row: sqlite3.Row) -> CandidateRecord:
+    return CandidateRecord(
+        seq=row["seq"],
+        id=row["id"],
+        parent_ids=tuple(json.loads(row["parent_ids"])),
+        generation=row["generation"],
+        island=row["island"],
+        proposer=row["proposer"],
+        operator=row["operator"],
+        description=row["description"],
+        source=row["source"],
+        source_hash=row["source_hash"],
+        diff=row["diff"],
+        status=row["status"],
+        sandbox_status=row["sandbox_status"],
+        fitness=row["fitness"],
+        fitness_json=None if row["fitness_json"] is None else json.loads(row["fitness_json"]),
+        artifacts=json.loads(row["artifacts_json"]),
+        spend=json.loads(row["spend_json"]),
+        timings=json.loads(row["timings_json"]),
+    )
+
+
+class LineageStore:
+    """The SQLite file of one run. ``readonly`` opens it without any write."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        if readonly:
+            if not self.path.is_file():
+                raise LineageError(f"{self.path}: no lineage store here")
+            uri = f"file:{self.path}?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            # WAL + synchronous FULL: a committed candidate survives kill -9 and power loss.
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+            with self._db:
+                self._db.execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+        self._db.row_factory = sqlite3.Row
+        try:
+            version = self.get_meta("schema_version")
+        except sqlite3.DatabaseError as exc:
+            raise LineageError(f"{self.path}: not a lineage store ({exc})") from None
+        if version != str(SCHEMA_VERSION):
+            raise LineageError(
+                f"{self.path}: lineage schema {version!r}, this monsearch reads {SCHEMA_VERSION}"
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> LineageStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- meta
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # -- candidates
+
+    def add(
+        self,
+        record: CandidateRecord,
+        val_scores: np.ndarray | None = None,
+        ledger: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Write one finished candidate with its val scores and spend, atomically."""
+        row = (
+            record.seq,
+            record.id,
+            _dumps(list(record.parent_ids)),
+            record.generation,
+            record.island,
+            record.proposer,
+            record.operator,
+            record.description,
+            record.source,
+            record.source_hash,
+            record.diff,
+            record.status,
+            record.sandbox_status,
+            float(record.fitness),
+            None if record.fitness_json is None else _dumps(record.fitness_json),
+            _dumps(record.artifacts),
+            _dumps(record.spend),
+            _dumps(record.timings),
+        )
+        with self._db:
+            self._db.execute(f"INSERT INTO candidates VALUES ({','.join('?' * len(row))})", row)
+            if val_scores is not None:
+                blob = zlib.compress(np.ascontiguousarray(val_scores, dtype="<f8").tobytes(), 6)
+                self._db.execute("INSERT INTO scores VALUES (?, ?)", (record.seq, blob))
+            for entry in ledger:
+                self._db.execute(
+                    "INSERT INTO ledger (seq, kind, model, prompt_tokens, completion_tokens, "
+                    "calls, usd) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.seq,
+                        entry["kind"],
+                        entry.get("model"),
+                        int(entry.get("prompt_tokens", 0)),
+                        int(entry.get("completion_tokens", 0)),
+                        int(entry.get("calls", 0)),
+                        float(entry.get("usd", 0.0)),
+                    ),
+                )
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM candidates").fetchone()[0]
+
+    def records(self) -> list[CandidateRecord]:
+        """Every candidate, in evaluation order."""
+        rows = self._db.execute("SELECT * FROM candidates ORDER BY seq").fetchall()
+        return [_row_to_record(r) for r in rows]
+
+    def __iter__(self) -> Iterator[CandidateRecord]:
+        return iter(self.records())
+
+    def get(self, candidate_id: str) -> CandidateRecord:
+        row = self._db.execute("SELECT * FROM candidates WHERE id = ?", (candidate_id,)).fetchone()
+        if row is None:
+            raise LineageError(f"no candidate {candidate_id!r} in {self.path}")
+        return _row_to_record(row)
+
+    def val_scores(self, seq: int) -> np.ndarray | None:
+        row = self._db.execute("SELECT val FROM scores WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            return None
+        return np.frombuffer(zlib.decompress(row[0]), dtype="<f8").copy()
+
+    def ancestry(self, candidate_id: str) -> list[CandidateRecord]:
+        """The candidate and its ancestors, nearest first (first parent of each)."""
+        chain: list[CandidateRecord] = []
+        seen: set[str] = set()
+        current: str | None = candidate_id
+        while current is not None and current not in seen:
+            seen.add(current)
+            record = self.get(current)
+            chain.append(record)
+            current = record.parent_ids[0] if record.parent_ids else None
+        return chain
+
+    # -- spend
+
+    def ledger_totals(self) -> dict[str, Any]:
+        """Spend of the run: LLM tokens and dollars, oracle calls and dollars."""
+        totals: dict[str, Any] = {}
+        for kind, pt, ct, calls, usd in self._db.execute(
+            "SELECT kind, SUM(prompt_tokens), SUM(completion_tokens), SUM(calls), SUM(usd) "
+            "FROM ledger GROUP BY kind ORDER BY kind"
+        ):
+            totals[kind] = {
+                "prompt_tokens": int(pt or 0),
+                "completion_tokens": int(ct or 0),
+                "calls": int(calls or 0),
+                "usd": float(usd or 0.0),
+            }
+        totals["usd"] = sum(v["usd"] for v in totals.values())
+        return totals
+
+    # -- reproducibility
+
+    def content_hash(self) -> str:
+        """sha256 over the content columns of every candidate and the val scores."""
+        h = hashlib.sha256()
+        cols = ", ".join(CONTENT_COLUMNS)
+        for row in self._db.execute(f"SELECT {cols} FROM candidates ORDER BY seq"):
+            h.update(_dumps([*row]).encode("utf-8"))
+        for seq, blob in self._db.execute("SELECT seq, val FROM scores ORDER BY seq"):
+            h.update(str(seq).encode())
+            h.update(zlib.decompress(blob))
+        return h.hexdigest()

@@ -1,0 +1,163 @@
+"""Run folders: where a run lives on disk and how commands find it.
+
+Layout of ``runs/<run-id>/`` (the default root is ``./runs``; ``MONSEARCH_RUNS`` or
+``--runs-dir`` move it)::
+
+    config.json       the resolved configuration (search.config.EvolveConfig.to_dict())
+    lineage.sqlite    every candidate ever evaluated (search.lineage.LineageStore)
+    selected.json     the frozen selected strategy (SelectedStrategy.to_dict())
+    selected.py       its source, byte for byte what strategy_hash covers
+    test/             sealed-test reports (monsearch test)
+    report.html       monsearch report
+
+A run is referred to by its id (a folder under the root) or by a path to its folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from monsearch.errors import MonsearchError
+
+from .lineage import LineageStore, source_hash
+
+CONFIG_FILE = "config.json"
+LINEAGE_FILE = "lineage.sqlite"
+SELECTED_FILE = "selected.json"
+SELECTED_SOURCE = "selected.py"
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class RunError(MonsearchError):
+    """No such run, or a run folder that cannot be read."""
+
+
+def runs_root(root: str | Path | None = None) -> Path:
+    """The folder runs live in: ``root``, else ``$MONSEARCH_RUNS``, else ``./runs``."""
+    if root is not None:
+        return Path(root)
+    env = os.environ.get("MONSEARCH_RUNS")
+    return Path(env) if env else Path("runs")
+
+
+def check_run_id(run_id: str) -> str:
+    if not _RUN_ID.match(run_id):
+        raise RunError(
+            f"run id {run_id!r}: use letters, digits, '.', '_' or '-' (at most 100 characters)"
+        )
+    return run_id
+
+
+@dataclass(frozen=True)
+class SelectedStrategy:
+    """The frozen strategy of a run: chosen by the bootstrap lower bound on ``val``.
+
+    ``fitness_json`` is the candidate's ``Fitness.to_dict()`` on val (with
+    ``fitness_low``); ``evaluation`` the options every later evaluation must reuse
+    (budget range, oracle caps); ``corpus`` identifies the corpus the run used.
+    """
+
+    run_id: str
+    id: str
+    source: str
+    strategy_hash: str
+    fitness: float
+    fitness_low: float | None
+    fitness_json: dict[str, Any]
+    corpus: dict[str, Any]
+    evaluation: dict[str, Any]
+    selection: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SelectedStrategy:
+        sel = cls(**d)
+        if source_hash(sel.source) != sel.strategy_hash:
+            raise RunError(
+                f"selected strategy {sel.id} of run {sel.run_id}: its source does not match "
+                "its hash (the file was edited after the run froze it)"
+            )
+        return sel
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder."""
+
+    dir: Path
+
+    @property
+    def id(self) -> str:
+        return self.dir.name
+
+    @property
+    def lineage_path(self) -> Path:
+        return self.dir / LINEAGE_FILE
+
+    def config(self) -> dict[str, Any]:
+        return _read_json(self.dir / CONFIG_FILE, "run configuration")
+
+    def store(self, *, readonly: bool = True) -> LineageStore:
+        return LineageStore(self.lineage_path, readonly=readonly)
+
+    def selected(self) -> SelectedStrategy | None:
+        path = self.dir / SELECTED_FILE
+        if not path.exists():
+            return None
+        return SelectedStrategy.from_dict(_read_json(path, "selected strategy"))
+
+    def write_selected(self, selected: SelectedStrategy) -> None:
+        _atomic_write(self.dir / SELECTED_SOURCE, selected.source)
+        _atomic_write(self.dir / SELECTED_FILE, json.dumps(selected.to_dict(), indent=2) + "\n")
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        _atomic_write(self.dir / CONFIG_FILE, json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{path}: no {what} (not a run folder, or the run never started)") from None
+    except (OSError, ValueError) as exc:
+        raise RunError(f"{path}: unreadable {what} ({exc})") from None
+    if not isinstance(data, dict):
+        raise RunError(f"{path}: {what} is not a JSON object")
+    return data
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def resolve_run(ref: str, root: str | Path | None = None) -> Run:
+    """The run named ``ref``: a run id under the root, or a path to a run folder."""
+    base = runs_root(root)
+    candidates = [base / ref] if _RUN_ID.match(ref) else []
+    candidates.append(Path(ref))
+    for path in candidates:
+        if (path / CONFIG_FILE).is_file():
+            return Run(path)
+    known = ", ".join(r.id for r in list_runs(base)[-5:]) or "none"
+    raise RunError(f"no run {ref!r} (looked in {base}/; recent runs: {known})")
+
+
+def list_runs(root: str | Path | None = None) -> list[Run]:
+    """Run folders under the root, oldest first (by folder name, which starts with a date)."""
+    base = runs_root(root)
+    if not base.is_dir():
+        return []
+    return [Run(p) for p in sorted(base.iterdir()) if (p / CONFIG_FILE).is_file()]

@@ -1,0 +1,126 @@
+"""Optuna tunes a candidate's ``PARAMS`` on ``train`` before it is scored on ``val``.
+
+The objective is the budget-AUC aggregate on the train subset, computed from
+scores the sandbox returns with the trial's PARAMS overridden (the program text is
+not recompiled per trial). Trials have their own cap (``optuna_trials``), separate
+from ``--budget``; the sampler is seeded per candidate, so tuning is reproducible.
+The best trial's values are written back into the source's ``PARAMS`` literal,
+which keeps the program self-contained: its text is the whole strategy.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from monsearch.sandbox.restricted import extract_params
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    source: str
+    before: float
+    after: float
+    trials: int
+    changed: tuple[str, ...]
+
+
+def _space(value: float) -> tuple[float, float, bool]:
+    """Search range around a constant: a factor of 4 either way (log scale), or ±2 at 0."""
+    if value > 0:
+        return value / 4.0, value * 4.0, True
+    if value < 0:
+        return value * 4.0, value / 4.0, False
+    return -2.0, 2.0, False
+
+
+def _fmt(value: float) -> str:
+    text = f"{value:.4g}"
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def write_params(source: str, params: Mapping[str, float]) -> str:
+    """``source`` with the values of its ``PARAMS`` dict literal replaced (keys kept in order)."""
+    tree = ast.parse(source)
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "PARAMS"
+            and isinstance(node.value, ast.Dict)
+        ):
+            lines = source.splitlines(keepends=True)
+            offsets = [0]
+            for line in lines:
+                offsets.append(offsets[-1] + len(line))
+            # Replace each value's span, last first, so earlier offsets stay valid.
+            edits = []
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value in params:
+                    start = offsets[value.lineno - 1] + _col(lines[value.lineno - 1], value.col_offset)
+                    end = offsets[value.end_lineno - 1] + _col(
+                        lines[value.end_lineno - 1], value.end_col_offset
+                    )
+                    edits.append((start, end, _fmt(float(params[key.value]))))
+            out = source
+            for start, end, text in sorted(edits, reverse=True):
+                out = out[:start] + text + out[end:]
+            return out
+    return source
+
+
+def _col(line: str, byte_offset: int | None) -> int:
+    # ast columns are UTF-8 byte offsets.
+    return len(line.encode("utf-8")[: byte_offset or 0].decode("utf-8", errors="ignore"))
+
+
+def tune_params(
+    source: str,
+    objective_scores: Callable[[Mapping[str, float] | None], np.ndarray | None],
+    fitness: Callable[[np.ndarray], float],
+    *,
+    trials: int,
+    seed: int,
+) -> TuneResult | None:
+    """Tune ``source``'s PARAMS with optuna's TPE sampler; None if it has none or fails.
+
+    ``objective_scores(params)`` scores the program on train with PARAMS overridden;
+    ``fitness(scores)`` turns those into the number to maximise. The current values
+    are the first trial, so tuning never returns something worse on train.
+    """
+    import optuna
+
+    params = extract_params(source)
+    if not params or trials < 1:
+        return None
+    base_scores = objective_scores(None)
+    if base_scores is None:
+        return None
+    before = fitness(base_scores)
+    names = sorted(params)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed % 2**32)
+    )
+
+    def objective(trial: optuna.Trial) -> float:
+        chosen = {}
+        for name in names:
+            lo, hi, log = _space(float(params[name]))
+            chosen[name] = trial.suggest_float(name, lo, hi, log=log)
+        scores = objective_scores(chosen)
+        return fitness(scores) if scores is not None else 0.0
+
+    study.enqueue_trial({n: float(params[n]) for n in names})
+    study.optimize(objective, n_trials=trials)
+    best = study.best_trial
+    if not math.isfinite(best.value) or best.value <= before:
+        return TuneResult(source, before, before, len(study.trials), ())
+    tuned = {n: float(_fmt(best.params[n])) for n in names}
+    changed = tuple(n for n in names if tuned[n] != float(params[n]))
+    return TuneResult(write_params(source, tuned), before, float(best.value), len(study.trials), changed)
