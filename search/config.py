@@ -92,6 +92,10 @@ class EvolveConfig:
     evaluation: EvaluationConfig = EvaluationConfig()
     search: SearchConfig = SearchConfig()
     workers: int = 2
+    #: Where val evaluations run: "local" (sandbox worker processes here), "dask"
+    #: (an existing scheduler at ``scheduler``), "dask-local" (a LocalCluster).
+    backend: str = "local"
+    scheduler: str | None = None
     wall_s: float = 60.0
     cpu_s: float = 30.0
     memory_mb: int = 1024
@@ -148,6 +152,10 @@ class EvolveConfig:
         for p in self.proposers:
             if p.name not in known:
                 problems.append(f"proposer {p.name!r}: one of {', '.join(sorted(known))}")
+        if self.backend not in ("local", "dask", "dask-local"):
+            problems.append(f"backend {self.backend!r}: local, dask or dask-local")
+        if self.backend == "dask" and not self.scheduler:
+            problems.append("backend dask needs --scheduler ADDRESS")
         if self.workers < 1:
             problems.append(f"workers {self.workers}: must be at least 1")
         if problems:

@@ -101,6 +101,15 @@ def _train_data(trajectories: list[Any]) -> TrainData:
     )
 
 
+def _val_pool_factory(cfg: EvolveConfig, corpus_path: Path) -> Any:
+    """None for local sandbox workers; a Dask-backed pool factory otherwise."""
+    if cfg.backend == "local":
+        return None
+    from .dask_backend import dask_pool_factory
+
+    return dask_pool_factory(cfg, corpus_path)
+
+
 def prepare_run(
     cfg: EvolveConfig, *, resume: str | None, runs_dir: str | Path | None
 ) -> tuple[EvolveConfig, Run]:
@@ -156,6 +165,13 @@ def evolve(
             "sets of ids); `monsearch evolve` sets it — from Python, start the interpreter "
             "with PYTHONHASHSEED=0"
         )
+    from .engine import seed_sources
+
+    seed_sources(cfg.seeds)  # a missing seed file fails before any work
+    if cfg.corpus_path and not resume:
+        from monsearch.corpora.store import read_manifest
+
+        read_manifest(Path(cfg.corpus_path))  # so does a folder that holds no corpus
     cfg, run = prepare_run(cfg, resume=resume, runs_dir=runs_dir)
     stage = on_stage or (lambda _m: None)
     corp, path = open_corpus(cfg, stage)
@@ -196,6 +212,7 @@ def evolve(
         workers=cfg.workers,
         limits=limits,
         identity=identity,
+        val_pool_factory=_val_pool_factory(cfg, path),
     ) as evaluator, LineageStore(run.lineage_path) as store:
         stage(f"building views of {len(evaluator.train)} train trajectories for the proposers")
         train = _train_data(evaluator.train)

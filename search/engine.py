@@ -133,6 +133,28 @@ def make_proposers(cfg: EvolveConfig) -> dict[str, Proposer]:
     return out
 
 
+def seed_sources(names: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
+    """Seed programs by name (``monsearch.strategies.SEEDS``) or by path to a ``.py`` file."""
+    from pathlib import Path
+
+    from monsearch.strategies import SEEDS
+
+    out = []
+    for name in names:
+        if name in SEEDS:
+            out.append((name, SEEDS[name]))
+            continue
+        path = Path(name)
+        if not path.is_file():
+            known = ", ".join(sorted(SEEDS))
+            raise SearchError(f"seed {name!r}: not a built-in seed ({known}) nor a program file")
+        try:
+            out.append((path.name, path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SearchError(f"seed {name!r}: unreadable ({exc})") from None
+    return out
+
+
 def _choose(cfg: EvolveConfig, rng: random.Random) -> str:
     names = [p.name for p in cfg.proposers]
     weights = [p.weight for p in cfg.proposers]
@@ -186,10 +208,8 @@ class Search:
 
     def run_loop(self) -> tuple[str, str]:
         """Run until the budget is spent (or a stop); returns (status, reason)."""
-        from monsearch.strategies import SEEDS
-
         cfg = self.cfg
-        seeds = [(name, SEEDS[name]) for name in cfg.seeds]
+        seeds = seed_sources(cfg.seeds)
         seq = 0
         # Seeds first, one batch: they are the database's first programs.
         pending, replay = [], []

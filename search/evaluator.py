@@ -130,13 +130,17 @@ class SearchEvaluator:
         limits: Any,
         identity: Callable[[str], str | None] | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        val_pool_factory: Callable[..., Any] | None = None,
     ) -> None:
         from monsearch.sandbox.evaluate import SandboxPool
 
         self.cfg = cfg
         self.val = labelled(val)
         self.train = stratified_subset(labelled(train), train_subset, seed)
-        self._val_pool = SandboxPool(
+        # The val pool is the one place candidates are scored for fitness: a backend
+        # (e.g. Dask) may replace it, with the same evaluate_many / close interface.
+        make_pool = val_pool_factory or SandboxPool
+        self._val_pool = make_pool(
             self.val,
             workers=workers,
             limits=limits,

@@ -38,3 +38,21 @@ def recorded(monkeypatch):
 
     monkeypatch.setattr(agent_module.Agent, "__init__", init)
     return agents
+
+
+@pytest.fixture(scope="session")
+def small_corpus(tmp_path_factory):
+    """A real synthetic corpus of 2,000 trajectories (train/val/test/xgen-*), built once."""
+    from run_fixtures import build_small_corpus
+
+    return build_small_corpus(tmp_path_factory.mktemp("corpora"))
+
+
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory, small_corpus):
+    """A finished ``monsearch evolve --budget 12`` run on the small corpus (read-only!)."""
+    from run_fixtures import make_run
+
+    runs = tmp_path_factory.mktemp("runs")
+    outcome = make_run(runs, small_corpus, run_id="small", budget=12)
+    return runs / "small", outcome

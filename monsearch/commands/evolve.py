@@ -44,6 +44,10 @@ def _reexec_with_fixed_hash_seed() -> None:
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
               default=None, help="TOML file with any of the settings of config.json; "
               "options given here override it.")
+@click.option("--seed-program", "seed_programs", multiple=True,
+              type=click.Path(path_type=Path, dir_okay=False),
+              help="Start from this program file as well (repeatable); the built-in seeds "
+              "(baseline, stronger) are always included.")
 @click.option("--proposer", default=None, metavar="NAME[:W],...",
               help="Proposers and weights: offline, perturb, llm (e.g. offline:0.8,llm:0.2). "
               "[default: offline]")
@@ -65,6 +69,11 @@ def _reexec_with_fixed_hash_seed() -> None:
               help="Optuna trials on train per tuned candidate (0: off). [default: 12]")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Sandbox workers scoring val. [default: 2]")
+@click.option("--backend", type=click.Choice(["local", "dask", "dask-local"]), default=None,
+              help="Where val evaluations run: local worker processes, an existing Dask "
+              "scheduler (--scheduler), or a Dask LocalCluster. [default: local]")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Dask scheduler address for --backend dask (e.g. tcp://host:8786).")
 @click.option("--max-usd", type=click.FloatRange(min=0), default=None,
               help="Stop when LLM and oracle spend reaches this many dollars.")
 @click.option("--max-tokens", type=click.IntRange(min=0), default=None,
@@ -81,6 +90,7 @@ def evolve_cmd(
     run_id: str | None,
     corpus_path: Path | None,
     config_file: Path | None,
+    seed_programs: tuple[Path, ...],
     proposer: str | None,
     rho: float | None,
     per_traj_cap: int | None,
@@ -91,6 +101,8 @@ def evolve_cmd(
     batch: int | None,
     optuna_trials: int | None,
     workers: int | None,
+    backend: str | None,
+    scheduler: str | None,
     max_usd: float | None,
     max_tokens: int | None,
     resume: str | None,
@@ -123,7 +135,10 @@ def evolve_cmd(
         run_id=run_id,
         corpus_path=None if corpus_path is None else str(corpus_path),
         proposers=None if proposer is None else parse_proposers(proposer),
+        seeds=tuple(cfg.seeds) + tuple(str(p) for p in seed_programs) if seed_programs else None,
         workers=workers,
+        backend=backend,
+        scheduler=scheduler,
         max_usd=max_usd,
         max_tokens=max_tokens,
         **{
