@@ -8,8 +8,10 @@ program database's iteration order depends on it.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,6 +103,18 @@ def _train_data(trajectories: list[Any]) -> TrainData:
     )
 
 
+def _without_keys(llm: dict[str, Any]) -> dict[str, Any]:
+    """The LLM settings as config.json keeps them: never an API key (name its variable
+    with ``api_key_env`` instead; a resumed run reads the key from there)."""
+    out = {k: v for k, v in llm.items() if k != "api_key"}
+    if isinstance(out.get("models"), list):
+        out["models"] = [
+            {k: v for k, v in m.items() if k != "api_key"} if isinstance(m, dict) else m
+            for m in out["models"]
+        ]
+    return out
+
+
 def _val_pool_factory(cfg: EvolveConfig, corpus_path: Path) -> Any:
     """None for local sandbox workers; a Dask-backed pool factory otherwise."""
     if cfg.backend == "local":
@@ -159,6 +173,7 @@ def evolve(
     stop: StopFlag | None = None,
 ) -> SearchOutcome:
     """Run (or resume) a search to its budget, select and freeze the strategy."""
+    t_start = time.perf_counter()
     if not hash_seed_fixed():
         raise SearchError(
             "the search must run with PYTHONHASHSEED=0 (its program database iterates over "
@@ -168,6 +183,10 @@ def evolve(
     from .engine import seed_sources
 
     seed_sources(cfg.seeds)  # a missing seed file fails before any work
+    if any(p.name == "llm" for p in cfg.proposers):
+        from .llm_proposer import LLMProposerConfig
+
+        LLMProposerConfig.from_dict(cfg.llm)  # so does an unusable [llm] table
     if cfg.corpus_path and not resume:
         from monsearch.corpora.store import read_manifest
 
@@ -186,6 +205,7 @@ def evolve(
             )
     config_dict = {
         **cfg.to_dict(),
+        "llm": _without_keys(cfg.llm),
         "created": run.config().get("created") if resume else _dt.datetime.now(_dt.UTC).isoformat(),
         "corpus": corpus_info,
         "python_hash_seed": os.environ.get("PYTHONHASHSEED", "0"),
@@ -220,6 +240,7 @@ def evolve(
         search = Search(cfg, run, evaluator, train, store, on_progress=on_progress, stop=stop)
         if on_start:
             on_start(cfg, run, len(search.stored))
+        t_loop = time.perf_counter()
         try:
             status, reason = search.run_loop()
         except BaseException as exc:
@@ -227,8 +248,22 @@ def evolve(
             store.set_meta("reason", f"{type(exc).__name__}: {exc}")
             search.close()
             raise
+        loop_s = time.perf_counter() - t_loop
         store.set_meta("status", status)
         store.set_meta("reason", reason)
+        store.set_meta(
+            "timings",
+            json.dumps(
+                {
+                    "startup_s": t_loop - t_start,
+                    "loop_s": loop_s,
+                    **search.clock,
+                    "framework_s": loop_s - sum(search.clock.values()),
+                    "evaluated": search.evaluated,
+                    "replayed": search.replayed,
+                }
+            ),
+        )
         stage("selecting the strategy (bootstrap lower bound on val)")
         selected = search.select()
         if selected is not None:

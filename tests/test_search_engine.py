@@ -139,3 +139,32 @@ def test_budget_is_a_hard_stop(tmp_path, small_corpus, budget):
     outcome = json.loads(evolve(runs, small_corpus, run_id="b", budget=budget).stdout)
     assert outcome["evaluated"] == budget
     assert _hash(runs, "b")[1] == budget
+
+
+def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path, small_corpus):
+    runs = tmp_path / "runs"
+    cmd = [
+        sys.executable, "-m", "monsearch", "evolve", "--corpus", str(small_corpus),
+        "--runs-dir", str(runs), "--budget", "40", "--quiet", "--json",
+        "--workers", "2", "--optuna-trials", "3", "--run-id", "ctrlc",
+    ]
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lineage = runs / "ctrlc" / "lineage.sqlite"
+    deadline = time.monotonic() + 300
+    while _rows(lineage) < 4 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    outcome = json.loads(out)
+    assert outcome["status"] == "interrupted"
+    assert f"monsearch evolve --resume ctrlc" in outcome["next"][0]
+    stopped_at = _rows(lineage)
+    assert stopped_at == outcome["evaluated"] < 40
+    with LineageStore(lineage, readonly=True) as store:
+        assert store.get_meta("status") == "interrupted"
+    resumed = json.loads(evolve(runs, small_corpus, "--resume", "ctrlc", budget=12).stdout)
+    assert resumed["replayed"] == min(stopped_at, 12)
+    assert _rows(lineage) == max(stopped_at, 12)

@@ -32,6 +32,15 @@ def _reexec_with_fixed_hash_seed() -> None:
     os.execve(sys.executable, [sys.executable, "-m", "monsearch", *sys.argv[1:]], env)
 
 
+def _model_spec(text: str) -> dict[str, Any]:
+    """``name`` or ``name:weight``; a tag like ``qwen2.5-coder:7b`` stays part of the name."""
+    name, _, weight = text.rpartition(":")
+    try:
+        return {"name": name, "weight": float(weight)} if name else {"name": text, "weight": 1.0}
+    except ValueError:
+        return {"name": text, "weight": 1.0}
+
+
 @click.command("evolve")
 @click.option("--budget", type=click.IntRange(min=1), default=None,
               help="Candidate evaluations on val (a hard stop). On --resume: the new total. "
@@ -51,6 +60,12 @@ def _reexec_with_fixed_hash_seed() -> None:
 @click.option("--proposer", default=None, metavar="NAME[:W],...",
               help="Proposers and weights: offline, perturb, llm (e.g. offline:0.8,llm:0.2). "
               "[default: offline]")
+@click.option("--llm-model", "llm_models", multiple=True, metavar="NAME[:W]",
+              help="Model for the llm proposer (repeatable: a weighted ensemble). Key from "
+              "$MONSEARCH_LLM_API_KEY or $OPENAI_API_KEY, or api_key_env in --config.")
+@click.option("--llm-base-url", default=None, metavar="URL",
+              help="OpenAI-compatible endpoint of the llm proposer (vLLM, Ollama, llama.cpp, "
+              "hosted). [default: $MONSEARCH_LLM_BASE_URL]")
 @click.option("--rho", type=click.FloatRange(min=0), default=None,
               help="Oracle query cap: mean oracle calls per benign trajectory; a candidate "
               "over it is infeasible. [default: 0.05]")
@@ -92,6 +107,8 @@ def evolve_cmd(
     config_file: Path | None,
     seed_programs: tuple[Path, ...],
     proposer: str | None,
+    llm_models: tuple[str, ...],
+    llm_base_url: str | None,
     rho: float | None,
     per_traj_cap: int | None,
     b_lo: float | None,
@@ -127,6 +144,11 @@ def evolve_cmd(
     from monsearch.search.config import EvolveConfig, load_config_file, parse_proposers
 
     cfg = load_config_file(config_file) if config_file else EvolveConfig()
+    llm = dict(cfg.llm)
+    if llm_models:
+        llm["models"] = [_model_spec(m) for m in llm_models]
+    if llm_base_url:
+        llm["base_url"] = llm_base_url
     if budget is None and not resume and config_file is None:
         budget = 100
     cfg = cfg.with_overrides(
@@ -135,6 +157,7 @@ def evolve_cmd(
         run_id=run_id,
         corpus_path=None if corpus_path is None else str(corpus_path),
         proposers=None if proposer is None else parse_proposers(proposer),
+        llm=llm if llm != cfg.llm else None,
         seeds=tuple(cfg.seeds) + tuple(str(p) for p in seed_programs) if seed_programs else None,
         workers=workers,
         backend=backend,
@@ -161,7 +184,7 @@ def evolve_cmd(
         _print_outcome(report)
     if outcome.status == "interrupted":
         raise SystemExit(EXIT_INTERRUPTED)
-    if outcome.status == "stopped" and outcome.selected is None:
+    if outcome.status == "endpoint_failed" or outcome.selected is None:
         raise SystemExit(1)
 
 
@@ -270,14 +293,17 @@ def _report(outcome: Any) -> dict[str, Any]:
             "source": str(run.dir / "selected.py"),
         },
         "spend": outcome.spend,
-        "next": [
-            f"monsearch lineage {run.id}",
-            f"monsearch report {run.id}",
-            f"monsearch test {run.id}",
-            f"monsearch export {run.id} --out monitor-{run.id}",
-        ]
-        if sel is not None
-        else [f"monsearch evolve --resume {run.id}"],
+        "next": ([f"monsearch evolve --resume {run.id}"] if outcome.status != "finished" else [])
+        + (
+            [
+                f"monsearch lineage {run.id}",
+                f"monsearch report {run.id}",
+                f"monsearch test {run.id}",
+                f"monsearch export {run.id} --out monitor-{run.id}",
+            ]
+            if sel is not None
+            else []
+        ),
     }
 
 

@@ -1,0 +1,204 @@
+"""A scripted OpenAI-compatible ``/v1/chat/completions`` server for the LLM proposer tests.
+
+Real HTTP on 127.0.0.1 (ephemeral port, a daemon thread); the real request and
+response JSON shapes (``choices[0].message.content``, ``usage``, OpenAI error
+bodies). Each chat request consumes the next scripted :class:`Reply` (then
+``default``). Replies:
+
+``Reply.text(content, usage=None)``  200 with that content; ``usage=(p, c)`` or None for
+                                     a chars/4 count, ``usage=False`` to omit it
+``Reply.null()``                     200 with ``message.content`` null
+``Reply.status(code)``               HTTP ``code`` with an OpenAI-style error body
+``Reply.garbage()``                  HTTP 200 whose body is not JSON
+``Reply.delay(s, content)``          sleep ``s`` seconds, then answer ``content``
+``Reply.hangup()``                   close the connection without a reply
+``Reply.echo_auth(template)``        ``template`` with ``{auth}`` replaced by the request's
+                                     Authorization header (a server leaking the key)
+
+Every request is recorded (method, path, lower-case headers, JSON body).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    kind: str
+    content: str | None = None
+    usage: Any = None
+    seconds: float = 0.0
+    code: int = 200
+
+    @classmethod
+    def text(cls, content: str, usage: tuple[int, int] | None | bool = None) -> Reply:
+        return cls("text", content, usage)
+
+    @classmethod
+    def null(cls) -> Reply:
+        return cls("null")
+
+    @classmethod
+    def status(cls, code: int) -> Reply:
+        return cls("status", code=code)
+
+    @classmethod
+    def garbage(cls) -> Reply:
+        return cls("garbage")
+
+    @classmethod
+    def delay(cls, seconds: float, content: str = "Idea: late") -> Reply:
+        return cls("delay", content, seconds=seconds)
+
+    @classmethod
+    def hangup(cls) -> Reply:
+        return cls("hangup")
+
+    @classmethod
+    def echo_auth(cls, template: str) -> Reply:
+        return cls("echo_auth", template)
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep stderr quiet
+        pass
+
+    def _send(self, status: int, body: bytes) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeouts)
+            pass
+
+    def _error(self, status: int, message: str, kind: str) -> None:
+        body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+        self._send(status, json.dumps(body).encode())
+
+    def do_POST(self) -> None:
+        stub = self.server.stub
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        stub._record(RecordedRequest("POST", self.path, headers, body))
+        if self.path != "/v1/chat/completions":
+            return self._error(404, f"no route {self.path}", "invalid_request_error")
+        if stub.api_key is not None and headers.get("authorization") != f"Bearer {stub.api_key}":
+            return self._error(401, "Incorrect API key provided", "invalid_request_error")
+        if not isinstance(body, dict) or "model" not in body or "messages" not in body:
+            return self._error(400, "model and messages are required", "invalid_request_error")
+        reply = stub._next()
+        if reply.kind == "status":
+            return self._error(reply.code, f"scripted HTTP {reply.code}", "server_error")
+        if reply.kind == "garbage":
+            return self._send(200, b"<html>upstream proxy error</html>")
+        if reply.kind == "hangup":
+            self.close_connection = True
+            return None
+        if reply.kind == "delay":
+            time.sleep(reply.seconds)
+        content = reply.content
+        if reply.kind == "null":
+            content = None
+        elif reply.kind == "echo_auth":
+            content = (reply.content or "").replace("{auth}", headers.get("authorization", ""))
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in body["messages"])
+        response: dict[str, Any] = {
+            "id": f"chatcmpl-stub-{len(stub.requests)}",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+        if reply.usage is not False:
+            p, c = reply.usage if reply.usage else (prompt_chars // 4, len(content or "") // 4)
+            response["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+        self._send(200, json.dumps(response).encode())
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    stub: StubLLMServer
+
+
+class StubLLMServer:
+    """``with StubLLMServer() as stub:``; point clients at ``stub.base_url``."""
+
+    def __init__(self, *, api_key: str | None = None, default: Reply | None = None) -> None:
+        self.api_key = api_key
+        self.default = default or Reply.text("I would not change anything.")
+        self.requests: list[RecordedRequest] = []
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "server not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    def _next(self) -> Reply:
+        with self._lock:
+            return self._replies.popleft() if self._replies else self.default
+
+    def _record(self, req: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(req)
+
+    @property
+    def chat_bodies(self) -> list[Any]:
+        with self._lock:
+            return [r.body for r in self.requests if r.path == "/v1/chat/completions"]
+
+    def start(self) -> StubLLMServer:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.stub = self
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> StubLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
