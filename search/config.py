@@ -56,6 +56,9 @@ class SearchConfig:
     num_inspirations: int = 2
     #: Optuna trials per tuned candidate (on train; not counted in --budget), 0: off.
     optuna_trials: int = 12
+    #: Optuna trials asked at once and scored concurrently (fixed here, not by the
+    #: number of workers, so the tuning does not depend on the machine).
+    optuna_batch: int = 2
     #: Tune the PARAMS of every k-th proposed candidate (0: never).
     optuna_every: int = 4
     #: Train trajectories the tuner scores on (a fixed, stratified subset; 0: all).

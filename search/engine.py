@@ -330,10 +330,11 @@ class Search:
         t0 = time.perf_counter()
         result = tune_params(
             source,
-            lambda params: self.evaluator.score_on_train(source, params),
+            lambda params: self.evaluator.score_on_train_many(source, params),
             self.evaluator.train_fitness,
             trials=self.cfg.search.optuna_trials,
             seed=derived_seed(self.cfg.seed, pending.seq, "optuna"),
+            batch=self.cfg.search.optuna_batch,
         )
         pending.timings["tune_s"] = time.perf_counter() - t0
         self.clock["tune_s"] += pending.timings["tune_s"]

@@ -151,7 +151,7 @@ class SearchEvaluator:
         try:
             self._train_pool = SandboxPool(
                 self.train,
-                workers=1,
+                workers=workers,
                 limits=limits,
                 # Proposers' train scores never consult the judge: its answers are val-only spend.
                 oracle=self._oracle(self.train, none=True),
@@ -226,6 +226,13 @@ class SearchEvaluator:
         if len(self._train_cache) > 256:
             self._train_cache.popitem(last=False)
         return scores
+
+    def score_on_train_many(
+        self, source: str, params: Sequence[Mapping[str, float] | None]
+    ) -> list[np.ndarray | None]:
+        """Scores on the train subset for each PARAMS override, concurrently over the workers."""
+        results = self._train_pool.evaluate_many([source] * len(params), params=list(params))
+        return [np.asarray(r.scores, dtype=np.float64) if r.ok else None for r in results]
 
     def train_fitness(self, scores: np.ndarray) -> float:
         """Budget-AUC aggregate on the train subset (what optuna maximises)."""

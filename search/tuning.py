@@ -81,46 +81,57 @@ def _col(line: str, byte_offset: int | None) -> int:
 
 def tune_params(
     source: str,
-    objective_scores: Callable[[Mapping[str, float] | None], np.ndarray | None],
+    score_many: Callable[[list[Mapping[str, float] | None]], list[np.ndarray | None]],
     fitness: Callable[[np.ndarray], float],
     *,
     trials: int,
     seed: int,
+    batch: int = 1,
 ) -> TuneResult | None:
     """Tune ``source``'s PARAMS with optuna's TPE sampler; None if it has none or fails.
 
-    ``objective_scores(params)`` scores the program on train with PARAMS overridden;
-    ``fitness(scores)`` turns those into the number to maximise. The current values
-    are the first trial, so tuning never returns something worse on train.
+    ``score_many(list of PARAMS overrides)`` scores the program on train once per
+    entry (None: its own PARAMS), concurrently where it can; ``fitness(scores)``
+    turns scores into the number to maximise. Trials are asked ``batch`` at a time
+    (optuna's ask-and-tell), which keeps the sequence of trials a function of the
+    seed alone. The current values are the first trial, so tuning never returns
+    something worse on train.
     """
     import optuna
 
     params = extract_params(source)
     if not params or trials < 1:
         return None
-    base_scores = objective_scores(None)
-    if base_scores is None:
-        return None
-    before = fitness(base_scores)
     names = sorted(params)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(
         direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed % 2**32)
     )
-
-    def objective(trial: optuna.Trial) -> float:
-        chosen = {}
-        for name in names:
-            lo, hi, log = _space(float(params[name]))
-            chosen[name] = trial.suggest_float(name, lo, hi, log=log)
-        scores = objective_scores(chosen)
-        return fitness(scores) if scores is not None else 0.0
-
     study.enqueue_trial({n: float(params[n]) for n in names})
-    study.optimize(objective, n_trials=trials)
+    before: float | None = None
+    done = 0
+    while done < trials:
+        asked = [study.ask() for _ in range(min(batch, trials - done))]
+        chosen = []
+        for trial in asked:
+            values = {}
+            for name in names:
+                lo, hi, log = _space(float(params[name]))
+                values[name] = trial.suggest_float(name, lo, hi, log=log)
+            chosen.append(values)
+        results = score_many(chosen)
+        for trial, scores in zip(asked, results, strict=True):
+            value = fitness(scores) if scores is not None else 0.0
+            study.tell(trial, value)
+            if before is None:
+                before = value  # the enqueued first trial: the program's own PARAMS
+        done += len(asked)
+    assert before is not None
     best = study.best_trial
-    if not math.isfinite(best.value) or best.value <= before:
+    if best.value is None or not math.isfinite(best.value) or best.value <= before:
         return TuneResult(source, before, before, len(study.trials), ())
     tuned = {n: float(_fmt(best.params[n])) for n in names}
     changed = tuple(n for n in names if tuned[n] != float(params[n]))
-    return TuneResult(write_params(source, tuned), before, float(best.value), len(study.trials), changed)
+    return TuneResult(
+        write_params(source, tuned), before, float(best.value), len(study.trials), changed
+    )

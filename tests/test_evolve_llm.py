@@ -1,0 +1,97 @@
+"""``monsearch evolve --proposer llm`` against a scripted OpenAI-compatible server.
+
+Real HTTP on 127.0.0.1: good answers become candidates, a malformed answer costs
+one candidate and is recorded with the model's raw reply, token spend lands in the
+run's ledger, and ``--max-tokens`` is a hard stop.
+"""
+
+from __future__ import annotations
+
+import json
+
+from llm_stub_server import Reply, StubLLMServer
+from run_fixtures import _env, evolve
+
+from monsearch.search.lineage import LineageStore
+
+
+def _rewrite(weight: float) -> str:
+    return (
+        "Idea: weigh 429 responses.\n```python\n"
+        "PARAMS = {\"w\": %s}\n\n"
+        "def score(traj):\n"
+        "    n = 0\n"
+        "    for step in traj.steps:\n"
+        "        for code in step.statuses:\n"
+        "            if code == 429:\n"
+        "                n += 1\n"
+        "    return PARAMS[\"w\"] * n + 0.01 * len(traj.requests)\n```\n" % weight
+    )
+
+
+def test_llm_proposals_are_evaluated_and_failures_recorded(tmp_path, small_corpus):
+    with StubLLMServer(default=Reply.text(_rewrite(3.0), usage=(1000, 200))) as server:
+        server.script(
+            Reply.text(_rewrite(1.0), usage=(1000, 200)),
+            Reply.text("I would rather not write code today.", usage=(1000, 20)),
+            Reply.text(_rewrite(2.0), usage=(1000, 200)),
+        )
+        runs = tmp_path / "runs"
+        env = _env(MONSEARCH_LLM_API_KEY="sk-test-secret-123")
+        out = evolve(
+            runs, small_corpus, "--proposer", "llm", "--llm-model", "stub-coder",
+            "--llm-base-url", server.base_url, "--optuna-trials", "0",
+            run_id="llm", budget=6, env=env,
+        )
+        bodies = server.chat_bodies
+    outcome = json.loads(out.stdout)
+    assert outcome["status"] == "finished"
+    assert len(bodies) == 4 and all(b["model"] == "stub-coder" for b in bodies)
+    with LineageStore(runs / "llm" / "lineage.sqlite", readonly=True) as store:
+        records = store.records()
+        totals = store.ledger_totals()
+    llm = [r for r in records if r.proposer == "llm"]
+    assert len(llm) == 4
+    failed = [r for r in llm if r.status == "proposal_error"]
+    assert len(failed) == 1
+    assert "rather not" in failed[0].artifacts["raw_response"]
+    good = [r for r in llm if r.status != "proposal_error"]
+    assert all(r.source and "PARAMS" in r.source and r.operator == "llm_rewrite" for r in good)
+    assert all(r.sandbox_status == "ok" for r in good)
+    assert totals["llm"]["prompt_tokens"] == 4000
+    config = (runs / "llm" / "config.json").read_text()
+    assert "sk-test-secret-123" not in config
+    assert "sk-test-secret-123" not in json.dumps([r.to_dict() for r in records])
+
+
+def test_max_tokens_is_a_hard_stop(tmp_path, small_corpus):
+    with StubLLMServer(default=Reply.text(_rewrite(3.0), usage=(5000, 500))) as server:
+        runs = tmp_path / "runs"
+        out = evolve(
+            runs, small_corpus, "--proposer", "llm", "--llm-model", "stub",
+            "--llm-base-url", server.base_url, "--optuna-trials", "0", "--max-tokens", "9000",
+            "--batch", "1", run_id="cap", budget=20,
+        )
+    outcome = json.loads(out.stdout)
+    assert outcome["status"] == "stopped"
+    assert "--max-tokens" in outcome["reason"]
+    with LineageStore(runs / "cap" / "lineage.sqlite", readonly=True) as store:
+        assert len(store) == 2 + 2  # two seeds, then two proposals reach 11,000 tokens
+
+
+def test_a_dead_endpoint_stops_the_run_with_everything_recorded(tmp_path, small_corpus):
+    with StubLLMServer(default=Reply.status(500)) as server:
+        runs = tmp_path / "runs"
+        proc = evolve(
+            runs, small_corpus, "--proposer", "llm", "--llm-model", "stub",
+            "--llm-base-url", server.base_url, "--optuna-trials", "0", "--batch", "1",
+            run_id="dead", budget=30, check=False,
+        )
+    assert proc.returncode == 1
+    outcome = json.loads(proc.stdout)
+    assert outcome["status"] == "endpoint_failed"
+    assert "500" in outcome["reason"] or "failed" in outcome["reason"]
+    with LineageStore(runs / "dead" / "lineage.sqlite", readonly=True) as store:
+        records = store.records()
+    assert 2 < len(records) < 30
+    assert all(r.status == "proposal_error" for r in records[2:])
