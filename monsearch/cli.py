@@ -55,16 +55,22 @@ def cli() -> None:
 def _register() -> None:
     from monsearch.commands.corpus import corpus
     from monsearch.commands.evolve import evolve_cmd
+    from monsearch.commands.export import export as export_cmd
     from monsearch.commands.runs import lineage_cmd, report_cmd, runs_cmd, show_cmd
     from monsearch.commands.sandbox import sandbox
+    from monsearch.commands.score import score as score_cmd
+    from monsearch.commands.test import test_cmd
 
     cli.add_command(corpus)
     cli.add_command(sandbox)
+    cli.add_command(test_cmd)
     cli.add_command(evolve_cmd)
     cli.add_command(runs_cmd)
     cli.add_command(lineage_cmd)
     cli.add_command(show_cmd)
     cli.add_command(report_cmd)
+    cli.add_command(export_cmd)
+    cli.add_command(score_cmd)
 
 
 _register()

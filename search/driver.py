@@ -45,16 +45,15 @@ def _versions() -> dict[str, str]:
 
 
 def _corpus_info(cfg: EvolveConfig, corp: Any, path: Path) -> dict[str, Any]:
-    from monsearch.corpora.store import assignment_hash_of
-
     return {
         "path": cfg.corpus_path,
         "default": None if cfg.corpus_path else dict(cfg.corpus_default),
         "resolved_path": str(path),
         "name": corp.name,
         "content_hash": corp.content_hash,
-        "assignment_hash": corp.manifest.assignment_hash or assignment_hash_of(corp.assignment()),
+        "assignment_hash": corp.assignment_hash,
         "splits": {"train": "train", "val": "val"},
+        "sealed_splits": corp.sealed_splits,
     }
 
 
@@ -64,7 +63,7 @@ def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None
     Only ``train`` and ``val`` are loaded: nothing in the search can reach test or
     cross-generator labels.
     """
-    from monsearch.corpora.store import load_corpus
+    from monsearch.corpora.sealed import open_for_search
 
     if cfg.corpus_path:
         path = Path(cfg.corpus_path)
@@ -78,8 +77,9 @@ def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None
         )
     if progress:
         progress(f"loading train and val of {path.name}")
-    corp = load_corpus(path, ["train", "val"])
-    missing = [s for s in ("train", "val") if s not in corp.loaded_splits]
+    # The search's handle: train and val only; test and xgen-* cannot be read through it.
+    corp = open_for_search(path)
+    missing = [s for s in ("train", "val") if s not in corp.splits]
     if missing:
         raise SearchError(
             f"corpus {path}: no {' or '.join(missing)} split (split it first: "
@@ -216,11 +216,8 @@ def evolve(
     from monsearch.sandbox.evaluate import SandboxLimits
 
     limits = SandboxLimits(wall_s=cfg.wall_s, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb)
-    parts = corp.manifest.parts
-
     def identity(split: str) -> str | None:
-        part = parts.get(split)
-        return None if part is None else f"corpus {corp.content_hash} split {split} part {part.sha256}"
+        return f"corpus {corp.content_hash} split {split} part {corp.part_sha256(split)}"
 
     stage(f"starting the sandbox ({cfg.workers} worker(s) over val, 1 over train)")
     with SearchEvaluator(

@@ -2,7 +2,8 @@
 
 The suite never writes into the user's monsearch cache: every test process (and the
 CLI subprocesses it starts) uses one throw-away cache folder for the whole session,
-so cached views of tiny test corpora never evict a user's real ones.
+so cached views of tiny test corpora never evict a user's real ones. Likewise the
+sealed-test ledger: the session uses a throw-away one, never the user's.
 """
 
 from __future__ import annotations
@@ -16,14 +17,25 @@ import pytest
 from monsearch.corpora.synth import agent as agent_module
 
 _SESSION_CACHE = tempfile.mkdtemp(prefix="monsearch-test-cache-")
+_SESSION_LEDGER = tempfile.mkdtemp(prefix="monsearch-test-ledger-")
 
 
 def pytest_configure(config):
     os.environ["MONSEARCH_CACHE"] = _SESSION_CACHE
+    os.environ["MONSEARCH_LEDGER"] = os.path.join(_SESSION_LEDGER, "sealed-ledger.json")
 
 
 def pytest_unconfigure(config):
     shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    shutil.rmtree(_SESSION_LEDGER, ignore_errors=True)
+
+
+@pytest.fixture
+def ledger_file(tmp_path, monkeypatch):
+    """A fresh, empty sealed-test ledger for one test (``MONSEARCH_LEDGER`` points at it)."""
+    path = tmp_path / "sealed-ledger.json"
+    monkeypatch.setenv("MONSEARCH_LEDGER", str(path))
+    return path
 
 
 @pytest.fixture

@@ -1,0 +1,699 @@
+"""The sealed one-time test of a frozen strategy (DESIGN.md, "Sealed test").
+
+``monsearch test RUN`` scores the run's frozen strategy on ``val`` and on every sealed
+split (``test`` and each cross-generator split ``xgen-*``) and reports, per target:
+
+- **transferred** thresholds: set on ``val``'s benign runs and applied unchanged, so
+  the realised benign flag rate on the target is shown beside the nominal budget
+  (calibration drift);
+- **recalibrated** thresholds: set again on the target's own benign runs (ranking
+  quality; :func:`.summary.compute_metrics`);
+- per failure dimension and per task (task base rates differ widely), panel labels
+  and, where the corpus has them, true labels side by side;
+- the selective-escalation curves: rules fitted on ``val`` (:func:`.escalation.fit_escalation`)
+  and evaluated on each target, beside the baselines (program alone, judge panel on
+  everything, AND-cascade), with dollars per 1,000 trajectories.
+
+The pure part (:func:`evaluate_targets`) works on :class:`ScoredSplit` arrays. The
+orchestration (:func:`run_sealed_test`) reads the run, checks and records the ledger
+(:mod:`.sealed_ledger`), loads the sealed splits through the one door that may
+(:func:`monsearch.corpora.sealed.open_sealed`) and scores them in the sandbox.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from monsearch.errors import MonsearchError
+
+from .costs import CostModel
+from .escalation import DEFAULT_GRID, RULES, ScoredSet, escalation_curves
+from .fitness import oracle_spend
+from .metrics import (
+    B_HI,
+    B_LO,
+    MIN_BENIGN_PER_BUDGET,
+    N_BUDGETS,
+    RECALL_BUDGETS,
+    BudgetRangeError,
+    budget_grid,
+    chance_bauc,
+    gt_eq,
+    resolve_budget_range,
+    threshold_sorted,
+)
+from .sealed_ledger import Ledger, LedgerKey
+from .summary import budget_key, compute_metrics
+
+REPORT_FORMAT = "monsearch-sealed-test"
+REPORT_VERSION = 1
+#: Budgets of the escalation curves.
+N_ESCALATION_BUDGETS = 25
+#: Benign quantiles of the program score tried as band ends (the fit grows as its square).
+ESCALATION_GRID = DEFAULT_GRID
+
+_trapezoid = getattr(np, "trapezoid", None) or np.trapz
+
+
+class SealedTestError(MonsearchError):
+    """The run, its strategy or its corpus cannot be sealed-tested as asked."""
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class ScoredSplit:
+    """One split's scores and everything the report needs beside them (labelled runs only).
+
+    ``labels``: ``{"panel": bool array}`` plus ``"true"`` when every run has a true
+    label; ``judge``: the escalation judge's score per run (NaN where it has none);
+    ``oracle_calls``: oracle calls the program made per run.
+    """
+
+    name: str
+    scores: np.ndarray
+    labels: dict[str, np.ndarray]
+    dimensions: np.ndarray
+    tasks: np.ndarray
+    generators: tuple[str, ...] = ()
+    judge: np.ndarray | None = None
+    oracle_calls: np.ndarray | None = None
+
+    @classmethod
+    def from_trajectories(
+        cls,
+        name: str,
+        trajectories: Sequence[Any],
+        scores: np.ndarray,
+        *,
+        oracle_calls: dict[str, int] | None = None,
+        judge: dict[str, float] | None = None,
+    ) -> ScoredSplit:
+        keep = [i for i, t in enumerate(trajectories) if t.label is not None]
+        trajs = [trajectories[i] for i in keep]
+        labels = {"panel": np.array([t.label.is_failure for t in trajs], dtype=bool)}
+        truth = [t.true_failure for t in trajs]
+        if trajs and all(v is not None for v in truth):
+            labels["true"] = np.array(truth, dtype=bool)
+        return cls(
+            name=name,
+            scores=np.asarray(scores, dtype=float)[keep],
+            labels=labels,
+            dimensions=np.array([t.dimension.value for t in trajs], dtype=str),
+            tasks=np.array([t.task for t in trajs], dtype=str),
+            generators=tuple(sorted({t.generator for t in trajs})),
+            judge=None
+            if judge is None
+            else np.array([judge.get(t.id, math.nan) for t in trajs], dtype=float),
+            oracle_calls=None
+            if oracle_calls is None
+            else np.array([oracle_calls.get(t.id, 0) for t in trajs], dtype=float),
+        )
+
+
+@dataclass(frozen=True)
+class Options:
+    """The evaluation options of the run (``config.json``'s ``evaluation``)."""
+
+    b_lo: float = B_LO
+    b_hi: float = B_HI
+    n_budgets: int = N_BUDGETS
+    on_small: str = "warn"
+    rho: float | None = None
+    per_traj_cap: int = 1
+    recall_budgets: tuple[float, ...] = RECALL_BUDGETS
+
+    @classmethod
+    def from_config(cls, evaluation: dict[str, Any] | None) -> Options:
+        ev = evaluation or {}
+        kinds = {"b_lo": float, "b_hi": float, "n_budgets": int, "on_small": str, "rho": float}
+        kinds["per_traj_cap"] = int
+        return cls(**{k: conv(ev[k]) for k, conv in kinds.items() if ev.get(k) is not None})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "recall_budgets": list(self.recall_budgets)}
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _notes_of(caught: list[warnings.WarningMessage], where: str) -> list[str]:
+    return [f"{where}: {w.message}" for w in caught]
+
+
+def _bauc(recall: np.ndarray, budgets: np.ndarray) -> float:
+    log_b = np.log(budgets)
+    return float(_trapezoid(recall, log_b) / (log_b[-1] - log_b[0]))
+
+
+def _recall(sorted_failures: np.ndarray, tau: np.ndarray, g: np.ndarray) -> np.ndarray:
+    gt, eq = gt_eq(sorted_failures, tau)
+    return (gt + g * eq) / sorted_failures.size
+
+
+def _flag(sorted_benign: np.ndarray, tau: np.ndarray, g: np.ndarray) -> np.ndarray:
+    if sorted_benign.size == 0:
+        return np.full(np.shape(tau), math.nan)
+    return _recall(sorted_benign, tau, g)
+
+
+def _none(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _curves(
+    split: ScoredSplit, y: np.ndarray, tau: np.ndarray, g: np.ndarray, budgets: np.ndarray
+) -> dict[str, Any]:
+    """Recall per dimension, pooled recall, realised flag rate and per-task figures."""
+    s = split.scores
+    benign = np.sort(s[~y])
+    by_dim: dict[str, list[float]] = {}
+    bauc_dim: dict[str, float] = {}
+    n_fail: dict[str, int] = {}
+    for d in sorted(set(split.dimensions.tolist())):
+        f = np.sort(s[y & (split.dimensions == d)])
+        if f.size:
+            r = _recall(f, tau, g)
+            by_dim[d] = r.tolist()
+            bauc_dim[d] = _bauc(r, budgets)
+            n_fail[d] = int(f.size)
+    absent = sorted(set(split.dimensions.tolist()) - set(bauc_dim))
+    pooled = _recall(np.sort(s[y]), tau, g) if y.any() else None
+    worst = min(bauc_dim, key=bauc_dim.__getitem__) if bauc_dim else None
+    tasks: dict[str, Any] = {}
+    for task in sorted(set(split.tasks.tolist())):
+        m = split.tasks == task
+        tb, tf = np.sort(s[m & ~y]), np.sort(s[m & y])
+        flag = _flag(tb, tau, g)
+        tasks[task] = {
+            "dimension": str(split.dimensions[m][0]),
+            "n": int(m.sum()),
+            "n_benign": int(tb.size),
+            "n_failures": int(tf.size),
+            "base_rate": float(tf.size / m.sum()),
+            "bauc": _bauc(_recall(tf, tau, g), budgets) if tf.size else None,
+            # The task's share of the audit budget: far from 1 means the pooled
+            # threshold spends it unevenly across tasks.
+            "flag_rate_mean": _none(float(np.mean(flag / budgets))) if tb.size else None,
+        }
+    return {
+        "bauc": {
+            "aggregate": float(np.mean(list(bauc_dim.values()))) if bauc_dim else None,
+            "worst": bauc_dim[worst] if worst else None,
+            "worst_dimension": worst,
+            "by_dimension": bauc_dim,
+            "n_failures": n_fail,
+            "absent": absent,
+            "b_lo": float(budgets[0]),
+            "b_hi": float(budgets[-1]),
+        },
+        "bauc_pooled": _bauc(pooled, budgets) if pooled is not None else None,
+        "curve": {
+            "budgets": budgets.tolist(),
+            "flag_rate": _flag(benign, tau, g).tolist(),
+            "recall_pooled": None if pooled is None else pooled.tolist(),
+            "recall": by_dim,
+        },
+        "per_task": tasks,
+    }
+
+
+def transferred(
+    val: ScoredSplit, target: ScoredSplit, label: str, opts: Options
+) -> tuple[dict[str, Any], list[str]]:
+    """Thresholds set on ``val``'s benign runs, applied unchanged to ``target``."""
+    yv, yt = val.labels[label], target.labels[label]
+    h_val = np.sort(val.scores[~yv])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lo, hi = resolve_budget_range(h_val.size, opts.b_lo, opts.b_hi, opts.on_small)  # type: ignore[arg-type]
+    budgets = budget_grid(lo, hi, opts.n_budgets)
+    tau, g = threshold_sorted(h_val, budgets)
+    out = _curves(target, yt, tau, g, budgets)
+    benign_t = np.sort(target.scores[~yt])
+    failures_t = np.sort(target.scores[yt])
+    recall_at: dict[str, float | None] = {}
+    flag_at: dict[str, float | None] = {}
+    for b in opts.recall_budgets:
+        key = budget_key(b)
+        if b < MIN_BENIGN_PER_BUDGET / h_val.size:
+            recall_at[key] = flag_at[key] = None
+            continue
+        tb, gb = threshold_sorted(h_val, np.asarray(b, dtype=float))
+        recall_at[key] = _none(float(_recall(failures_t, tb, gb))) if failures_t.size else None
+        flag_at[key] = _none(float(_flag(benign_t, tb, gb)))
+    out["recall_at"] = recall_at
+    out["flag_rate_at"] = flag_at
+    flags = np.asarray(out["curve"]["flag_rate"], dtype=float)
+    # Geometric mean of realised / nominal over the grid: 1 = calibrated, 2 = twice the flags.
+    out["flag_ratio"] = (
+        _none(float(np.exp(np.mean(np.log(np.maximum(flags, 1e-12) / budgets)))))
+        if benign_t.size
+        else None
+    )
+    out["n_benign"] = int(benign_t.size)
+    out["n_failures"] = int(failures_t.size)
+    out["chance_bauc"] = chance_bauc(lo, hi)
+    return out, _notes_of(caught, f"val, {label} labels")  # val's range, reported once
+
+
+def recalibrated(
+    target: ScoredSplit, label: str, opts: Options
+) -> tuple[dict[str, Any], list[str]]:
+    """Thresholds set again on ``target``'s own benign runs."""
+    y = target.labels[label]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            metrics = compute_metrics(
+                target.scores,
+                y,
+                target.dimensions,
+                b_lo=opts.b_lo,
+                b_hi=opts.b_hi,
+                n_budgets=opts.n_budgets,
+                recall_budgets=opts.recall_budgets,
+                on_small=opts.on_small,  # type: ignore[arg-type]
+            )
+        except BudgetRangeError as exc:
+            return {"error": str(exc)}, [f"{target.name}, {label} labels: {exc}"]
+    out = metrics.to_dict()
+    budgets = budget_grid(metrics.bauc.b_lo, metrics.bauc.b_hi, opts.n_budgets)
+    tau, g = threshold_sorted(np.sort(target.scores[~y]), budgets)
+    extra = _curves(target, y, tau, g, budgets)
+    out["curve"] = extra["curve"]
+    out["per_task"] = extra["per_task"]
+    return out, _notes_of(caught, f"{target.name}, {label} labels")
+
+
+def _escalation(
+    val: ScoredSplit,
+    targets: dict[str, ScoredSplit],
+    costs: CostModel,
+    rules: tuple[str, ...],
+    grid: int,
+) -> dict[str, Any]:
+    """Escalation rules fitted on ``val`` (panel labels), evaluated per target and label set."""
+    if val.judge is None or not np.all(np.isfinite(val.judge)):
+        return {"skipped": "val has no escalation-judge score for every run (no oracle verdicts)"}
+    y = val.labels["panel"]
+    if y.all() or not y.any():
+        return {"skipped": "val needs failures and benign runs to fit an escalation policy"}
+    fit_set = ScoredSet.of(val.scores, val.judge, y, val.oracle_calls)
+    budgets = costs.budget_grid(N_ESCALATION_BUDGETS, fit_set.mean_benign_oracle_calls)
+    sets: dict[str, ScoredSet] = {}
+    skipped: dict[str, str] = {}
+    for name, t in targets.items():
+        assert t.judge is not None
+        for label, yt in t.labels.items():
+            key = f"{name}|{label}"
+            if yt.all() or not yt.any():
+                skipped[key] = "needs failures and benign runs"
+            elif not np.all(np.isfinite(t.judge)):
+                skipped[key] = "some runs have no escalation-judge score"
+            else:
+                sets[key] = ScoredSet.of(t.scores, t.judge, yt, t.oracle_calls)
+    result = escalation_curves(fit_set, sets, budgets, costs, rules=rules, grid=grid)
+    curves: dict[str, dict[str, Any]] = {}
+    for key, by_rule in result["curves"].items():
+        name, label = key.split("|")
+        curves.setdefault(name, {})[label] = {r: c.to_dict() for r, c in by_rule.items()}
+    return {
+        "budgets": budgets.tolist(),
+        "usd_per_unit": costs.usd_per_unit,
+        "rules": list(rules),
+        "grid": grid,
+        "fit": {r: f.to_dict() for r, f in result["fits"].items()},
+        "curves": curves,
+        "skipped": skipped,
+    }
+
+
+def evaluate_targets(
+    val: ScoredSplit,
+    targets: dict[str, ScoredSplit],
+    opts: Options,
+    costs: CostModel,
+    *,
+    rules: tuple[str, ...] = RULES,
+    grid: int | None = None,
+) -> dict[str, Any]:
+    """Every figure of the sealed report for ``targets`` against ``val`` (pure arrays)."""
+    notes: list[str] = []
+    val_block: dict[str, Any] = {"n": int(val.scores.size), "generators": list(val.generators)}
+    for label in val.labels:
+        block, n = recalibrated(val, label, opts)
+        val_block[label] = block
+        notes += n
+    corpora: dict[str, Any] = {}
+    for name, t in targets.items():
+        entry: dict[str, Any] = {
+            "kind": "test" if name == "test" else "cross-generator",
+            "n": int(t.scores.size),
+            "generators": list(t.generators),
+            "labels": [lb for lb in t.labels if lb in val.labels],
+        }
+        for label in entry["labels"]:
+            tr, n1 = transferred(val, t, label, opts)
+            rc, n2 = recalibrated(t, label, opts)
+            notes += n1 + n2
+            val_agg = (val_block[label].get("bauc") or {}).get("aggregate")
+            rc_agg = (rc.get("bauc") or {}).get("aggregate")
+            tr_agg = tr["bauc"]["aggregate"]
+            entry[label] = {
+                "transferred": tr,
+                "recalibrated": rc,
+                "loss_vs_val": {
+                    "transferred": None if val_agg is None or tr_agg is None else val_agg - tr_agg,
+                    "recalibrated": None if val_agg is None or rc_agg is None else val_agg - rc_agg,
+                },
+            }
+        y = t.labels["panel"]
+        entry["oracle"] = oracle_spend(t.oracle_calls, y, rho_cap=opts.rho).to_dict()
+        entry["oracle"]["over_cap"] = opts.rho is not None and entry["oracle"]["rho"] > opts.rho
+        corpora[name] = entry
+    have_judge = val.judge is not None and all(t.judge is not None for t in targets.values())
+    escalation = (
+        _escalation(val, targets, costs, rules, ESCALATION_GRID if grid is None else grid)
+        if have_judge
+        else {"skipped": "no escalation-judge scores"}
+    )
+    return {
+        "val": val_block,
+        "corpora": corpora,
+        "escalation": escalation,
+        "notes": list(dict.fromkeys(notes)),
+    }
+
+
+def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per target corpus: the figures the terminal table shows."""
+    rows = []
+    val = report["val"]
+    for name, c in report["corpora"].items():
+        row: dict[str, Any] = {"corpus": name, "n": c["n"], "status": c.get("status", "ok")}
+        if "panel" not in c:
+            rows.append(row)
+            continue
+        p = c["panel"]
+        tr, rc = p["transferred"], p["recalibrated"]
+        flag_key = next((k for k, v in tr["flag_rate_at"].items() if v is not None), None)
+        row.update(
+            n_benign=tr["n_benign"],
+            n_failures=tr["n_failures"],
+            val_bauc=(val["panel"].get("bauc") or {}).get("aggregate"),
+            transferred_bauc=tr["bauc"]["aggregate"],
+            flag_budget=None if flag_key is None else float(flag_key),
+            flag_rate=None if flag_key is None else tr["flag_rate_at"][flag_key],
+            recalibrated_bauc=(rc.get("bauc") or {}).get("aggregate"),
+            true_recalibrated_bauc=((c.get("true") or {}).get("recalibrated") or {})
+            .get("bauc", {})
+            .get("aggregate")
+            if "true" in c
+            else None,
+            loss_transferred=p["loss_vs_val"]["transferred"],
+            loss_recalibrated=p["loss_vs_val"]["recalibrated"],
+        )
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """The frozen program under test."""
+
+    id: str
+    source: str
+    strategy_hash: str
+    selected: bool
+    val_fitness: float | None = None
+    val_fitness_low: float | None = None
+    seq: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "strategy_hash": self.strategy_hash,
+            "selected": self.selected,
+            "val_fitness": self.val_fitness,
+            "val_fitness_low": self.val_fitness_low,
+        }
+
+
+def resolve_strategy(run: Any, program_id: str | None) -> Strategy:
+    """The run's selected strategy, or candidate ``program_id`` of its lineage."""
+    from monsearch.search.lineage import source_hash
+
+    if program_id is None:
+        sel = run.selected()
+        if sel is None:
+            raise SealedTestError(
+                f"run {run.id} has no selected strategy yet (selected.json); let the run "
+                "finish, or name a candidate with --program ID"
+            )
+        return Strategy(sel.id, sel.source, sel.strategy_hash, True, sel.fitness, sel.fitness_low)
+    with run.store() as store:
+        rec = store.get(program_id)
+    if rec.source is None:
+        raise SealedTestError(f"candidate {program_id} of run {run.id} has no source to test")
+    digest = source_hash(rec.source)
+    if rec.source_hash is not None and rec.source_hash != digest:
+        raise SealedTestError(
+            f"candidate {program_id} of run {run.id}: its source does not match its hash"
+        )
+    sel = run.selected()
+    return Strategy(
+        rec.id,
+        rec.source,
+        digest,
+        sel is not None and sel.strategy_hash == digest,
+        rec.fitness,
+        rec.fitness_low,
+        rec.seq,
+    )
+
+
+def resolve_corpus_path(config: dict[str, Any]) -> Path:
+    """The run's corpus folder: ``corpus.path`` (else the folder the run resolved it to,
+    when the path was relative to another directory), else the embedded default corpus."""
+    corpus = config.get("corpus") or {}
+    if corpus.get("path"):
+        path = Path(corpus["path"])
+        resolved = corpus.get("resolved_path")
+        if not path.exists() and resolved and Path(resolved).exists():
+            return Path(resolved)
+        return path
+    default = corpus.get("default") or config.get("corpus_default") or {}
+    from monsearch.corpora.synth.generate import DEFAULT_SEED, DEFAULT_SIZE, ensure_default_corpus
+
+    return ensure_default_corpus(
+        seed=int(default.get("seed") or DEFAULT_SEED),
+        size=int(default.get("size") or DEFAULT_SIZE),
+    )
+
+
+@dataclass
+class SplitRun:
+    """What the sandbox gave for one split."""
+
+    status: str
+    message: str = ""
+    scores: np.ndarray | None = None
+    oracle_calls: dict[str, int] = field(default_factory=dict)
+
+
+#: ``scorer(split name, source, trajectories, identity) -> SplitRun``
+Scorer = Callable[[str, str, list[Any], str | None], SplitRun]
+
+
+def sandbox_scorer(
+    config: dict[str, Any], opts: Options, progress: Callable[[str], None] | None = None
+) -> Scorer:
+    """A :data:`Scorer` running the program in a sandbox pool as the run's search did:
+    its limits, its oracle backend (``replay`` answers from the split's own oracle
+    verdicts, never from labels) and its per-trajectory cap."""
+    from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
+    from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
+
+    limits = SandboxLimits(
+        **{k: config[k] for k in ("wall_s", "cpu_s", "memory_mb") if config.get(k) is not None}
+    )
+    backend = (config.get("evaluation") or {}).get("oracle") or "replay"
+
+    def score(name: str, source: str, trajs: list[Any], identity: str | None) -> SplitRun:
+        if progress is not None:
+            progress(f"scoring {name} ({len(trajs)} trajectories)")
+        if backend == "replay":
+            oracle = OracleConfig(
+                backend="replay",
+                per_traj_cap=opts.per_traj_cap,
+                replay_scores=replay_scores_from(trajs),
+            )
+        else:
+            oracle = OracleConfig(backend="none", per_traj_cap=opts.per_traj_cap)
+        with SandboxPool(trajs, workers=1, limits=limits, oracle=oracle, identity=identity) as pool:
+            res = pool.evaluate(source)
+        counts = (res.oracle or {}).get("counts") or {}
+        return SplitRun(res.status, res.message, res.scores, {k: int(v) for k, v in counts.items()})
+
+    return score
+
+
+def run_sealed_test(
+    run: Any,
+    *,
+    program_id: str | None = None,
+    force: bool = False,
+    costs: CostModel | None = None,
+    workers: int = 1,
+    ledger: Ledger | None = None,
+    scorer: Scorer | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Evaluate the run's frozen strategy on its sealed splits, once; the report as a dict.
+
+    Refuses (:class:`.sealed_ledger.SealedTestRefused`) before reading any sealed
+    split when the ledger already holds the key, unless ``force``. The ledger entry
+    is written after scoring and before anything is reported.
+    """
+    from monsearch.corpora.sealed import open_sealed, read_identity
+    from monsearch.sandbox.oracle import replay_scores_from
+
+    say = progress or (lambda _m: None)
+    costs = costs or CostModel()
+    ledger = ledger or Ledger()
+    config = run.config()
+    opts = Options.from_config(config.get("evaluation") or {})
+    strategy = resolve_strategy(run, program_id)
+    path = resolve_corpus_path(config)
+    ident, sealed_names = read_identity(path)
+    recorded = config.get("corpus") or {}
+    for key in ("content_hash", "assignment_hash"):
+        if recorded.get(key) and recorded[key] != getattr(ident, key):
+            raise SealedTestError(
+                f"the corpus at {path} is not the one run {run.id} searched on: its {key} is "
+                f"{str(getattr(ident, key))[:12]}, the run's {str(recorded[key])[:12]}"
+                + (
+                    " (a re-split: its test split may hold runs the search saw)"
+                    if key == "assignment_hash"
+                    else ""
+                )
+            )
+    if not sealed_names:
+        raise SealedTestError(f"the corpus at {path} has no sealed splits")
+    key = LedgerKey(strategy.strategy_hash, ident.content_hash, ident.assignment_hash)
+    ledger.check(key, force=force)
+
+    say(f"loading corpus {ident.name}")
+    corp = open_sealed(path)
+    scorer = scorer or sandbox_scorer(config, opts, progress)
+    names = ["val", *(s for s in corp.split_names if s == "test"), *corp.cross_generator_splits]
+
+    def one(name: str) -> tuple[str, SplitRun, list[Any]]:
+        trajs = corp.split(name)
+        if not trajs:
+            return name, SplitRun("empty", "no trajectories"), trajs
+        part = corp.manifest.parts[name]
+        identity = f"corpus {corp.content_hash} split {name} part {part.sha256}"
+        return name, scorer(name, strategy.source, trajs, identity), trajs
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        results = list(pool.map(one, names))
+    runs = {name: (r, trajs) for name, r, trajs in results}
+    val_run, val_trajs = runs["val"]
+    if val_run.status != "ok" or val_run.scores is None:
+        raise SealedTestError(
+            f"the strategy did not score val ({val_run.status}: {val_run.message}); "
+            "nothing sealed was evaluated"
+        )
+
+    def scored(name: str) -> ScoredSplit:
+        r, trajs = runs[name]
+        assert r.scores is not None
+        return ScoredSplit.from_trajectories(
+            name, trajs, r.scores, oracle_calls=r.oracle_calls, judge=replay_scores_from(trajs)
+        )
+
+    val = scored("val")
+    targets = {
+        n: scored(n)
+        for n in names[1:]
+        if runs[n][0].status == "ok" and runs[n][0].scores is not None
+    }
+    if not targets:
+        raise SealedTestError(
+            "the strategy scored no sealed split: "
+            + "; ".join(f"{n}: {runs[n][0].status} {runs[n][0].message}" for n in names[1:])
+        )
+    say("computing the sealed figures")
+    body = evaluate_targets(val, targets, opts, costs)
+    for n in names[1:]:
+        r = runs[n][0]
+        if n in body["corpora"]:
+            body["corpora"][n]["status"] = "ok"
+            if r.message:
+                body["corpora"][n]["message"] = r.message
+        else:
+            body["corpora"][n] = {"status": r.status, "message": r.message, "n": len(runs[n][1])}
+
+    entry, previous = ledger.record(
+        key,
+        {
+            "run_id": run.id,
+            "program_id": strategy.id,
+            "corpus_name": ident.name,
+            "splits": names[1:],
+        },
+        force=force,
+    )
+    report: dict[str, Any] = {
+        "format": REPORT_FORMAT,
+        "version": REPORT_VERSION,
+        "run_id": run.id,
+        "strategy": strategy.to_dict(),
+        "corpus": {**ident.to_dict(), "sealed_splits": names[1:]},
+        "evaluation": opts.to_dict(),
+        "costs": costs.to_dict(),
+        "ledger": {
+            "key": key.to_dict(),
+            "path": str(ledger.path),
+            "opened_at": entry["opened_at"],
+            "reopened": entry["reopened"],
+            "opening": entry["opening"],
+            "previous": [
+                {k: e.get(k) for k in ("opened_at", "run_id", "program_id")} for e in previous
+            ],
+        },
+        "reopened": entry["reopened"],
+        "val_scores_reproduced": _val_reproduced(run, strategy, val_run.scores),
+        **body,
+    }
+    report["summary"] = summary_rows(report)
+    return report
+
+
+def _val_reproduced(run: Any, strategy: Strategy, scores: np.ndarray) -> bool | None:
+    """Whether val scores equal those the lineage stored (None: nothing to compare)."""
+    try:
+        with run.store() as store:
+            seq = strategy.seq
+            if seq is None:
+                seq = store.get(strategy.id).seq
+            stored = store.val_scores(seq)
+    except MonsearchError:
+        return None
+    if stored is None or stored.shape != scores.shape:
+        return None
+    return bool(np.array_equal(stored, scores))

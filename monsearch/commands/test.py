@@ -1,0 +1,145 @@
+"""``monsearch test RUN``: the sealed one-time test of a run's frozen strategy.
+
+The figures come from :mod:`monsearch.eval.sealed`, the files from
+:mod:`monsearch.eval.report`; this module parses options, shows progress on stderr
+and prints the compact table (or the JSON) on stdout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from monsearch.commands.consoles import fitted_table, print_note, stderr_console, stdout_console
+from monsearch.errors import MonsearchError
+
+
+@click.command("test")
+@click.argument("run_ref", metavar="RUN")
+@click.option(
+    "--program",
+    "program_id",
+    metavar="ID",
+    help="Test this candidate of the run's lineage instead of the selected strategy.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Evaluate again although the ledger says this strategy was tested on this corpus; "
+    "the report is marked re-opened.",
+)
+@click.option(
+    "--costs",
+    "costs_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Cost model for selective escalation (TOML, a [costs] table) [default: built in].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for the report files [default: the run's test/ folder].",
+)
+@click.option(
+    "--runs-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar="MONSEARCH_RUNS",
+    help="Where runs live [default: ./runs; env MONSEARCH_RUNS].",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Splits scored at the same time (one sandbox worker each).",
+)
+def test_cmd(
+    run_ref: str,
+    program_id: str | None,
+    force: bool,
+    costs_file: Path | None,
+    as_json: bool,
+    out: Path | None,
+    runs_dir: Path | None,
+    workers: int,
+) -> None:
+    """Evaluate RUN's frozen strategy once on test and every cross-generator split.
+
+    Thresholds are set on val and transferred (the realised benign flag rate is
+    shown beside the nominal budget), and set again on each corpus's own benign
+    runs; figures per dimension and per task, panel and true labels side by side,
+    and the selective-escalation curves with their baselines. A ledger (a user data
+    file; MONSEARCH_LEDGER moves it) records every opening: a second test of the
+    same strategy on the same corpus and split is refused unless --force, which
+    marks the report re-opened. Writes report.json, report.md, report.html and PNG
+    plots into RUN/test/ (or --out). Exit code 0 when done, 3 when refused by the
+    ledger, 2 for bad input.
+    """
+    from monsearch.commands.paths import ensure_writable_dir
+    from monsearch.eval.costs import load_costs
+    from monsearch.eval.report import report_json, summary_table, write_report
+    from monsearch.eval.sealed import run_sealed_test
+    from monsearch.search.runs import resolve_run
+
+    costs = load_costs(costs_file)
+    run = resolve_run(run_ref, runs_dir)
+    target = out if out is not None else run.dir / "test"
+    ensure_writable_dir(target, "report folder")
+    err = stderr_console()
+    status = err.status("starting") if err.is_terminal else None
+
+    def progress(message: str) -> None:
+        if status is not None:
+            status.update(message)
+        else:
+            click.echo(message, err=True)
+
+    if status is not None:
+        status.start()
+    try:
+        report = run_sealed_test(
+            run,
+            program_id=program_id,
+            force=force,
+            costs=costs,
+            workers=workers,
+            progress=progress,
+        )
+    finally:
+        if status is not None:
+            status.stop()
+    try:
+        files = write_report(report, target)
+    except OSError as exc:
+        raise MonsearchError(
+            f"{target}: cannot write the report: {exc.strerror or exc} (the test was opened "
+            "and recorded in the ledger; --force writes it again)"
+        ) from None
+    if as_json:
+        click.echo(report_json(report), nl=False)
+        return
+    console = stdout_console()
+    strat = report["strategy"]
+    if report["reopened"]:
+        console.print(
+            f"[bold red]RE-OPENED[/]: opening {report['ledger']['opening']} of this sealed test"
+        )
+    headers, rows = summary_table(report)
+    title = (
+        f"sealed test of run {report['run_id']}, strategy {strat['id']} "
+        f"({strat['strategy_hash'][:12]}) on {report['corpus']['name']}"
+    )
+    console.print(fitted_table(console, title, headers, [(r, None) for r in rows]))
+    print_note(
+        console,
+        "Budget-AUC: mean recall over audit budgets (log scale), mean over failure dimensions. "
+        "From val: val's thresholds applied unchanged, with the realised benign flag rate at "
+        "the nominal budget; recalibrated: thresholds set on the corpus's own benign runs. "
+        "True-label BAUC is recalibrated. Loss vs val: from val / recalibrated.",
+    )
+    for note in report.get("notes", [])[:3]:
+        console.print(f"note: {note}", markup=False)
+    if len(report.get("notes", [])) > 3:
+        console.print(f"({len(report['notes']) - 3} more notes in the report)")
+    console.print(f"report: {files['html']}", markup=False)

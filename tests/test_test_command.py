@@ -1,0 +1,176 @@
+"""``monsearch test RUN``: the command, its files, its refusals, and the HTML in Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_support import run_main
+from sealed_support import fake_scorer, make_run, shared_corpus
+
+CHROMIUM = Path("/usr/bin/chromium")
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def small_escalation_grid(monkeypatch):
+    # The escalation fit grows as the square of its grid; 20 band ends keep tests fast.
+    monkeypatch.setattr("monsearch.eval.sealed.ESCALATION_GRID", 20)
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    make_run(root, shared_corpus())
+    return root
+
+
+RUN_ID = "20261201-000000-test"
+
+
+@pytest.fixture(scope="module")
+def module_ledger(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("ledger") / "ledger.json"
+
+
+@pytest.fixture(scope="module")
+def real_report(runs_dir, module_ledger, tmp_path_factory):
+    """One real sealed test (sandbox scoring) through the CLI, with --json and --out."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MONSEARCH_LEDGER", str(module_ledger))
+    out = tmp_path_factory.mktemp("report")
+    mp.setattr("monsearch.eval.sealed.ESCALATION_GRID", 20)
+    try:
+        cap = _Capture()
+        code, stdout, stderr = run_main(
+            cap, "test", RUN_ID, "--runs-dir", str(runs_dir), "--json", "--out", str(out),
+            "--workers", "2",
+        )  # fmt: skip
+    finally:
+        mp.undo()
+    assert code == 0, stderr
+    return json.loads(stdout), out
+
+
+class _Capture:
+    """A capsys stand-in for a module-scoped fixture (run_main reads ``readouterr``)."""
+
+    def __init__(self) -> None:
+        import contextlib
+        import io
+
+        self._out, self._err = io.StringIO(), io.StringIO()
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(contextlib.redirect_stdout(self._out))
+        self._stack.enter_context(contextlib.redirect_stderr(self._err))
+
+    def readouterr(self) -> tuple[str, str]:
+        self._stack.close()
+        return self._out.getvalue(), self._err.getvalue()
+
+
+def test_json_output_and_report_files(real_report):
+    report, out = real_report
+    assert report["format"] == "monsearch-sealed-test"
+    assert report["reopened"] is False
+    assert report["val_scores_reproduced"] is True  # the sandbox gives the lineage's val scores
+    names = {p.name for p in out.iterdir()}
+    assert {"report.json", "report.md", "report.html"} <= names
+    assert {"recall_by_dimension.png", "escalation.png", "transfer.png"} <= names
+    assert json.loads((out / "report.json").read_text()) == report
+    for row in report["summary"]:
+        assert row["flag_rate"] is not None and row["recalibrated_bauc"] is not None
+    test = report["corpora"]["test"]
+    assert set(test) >= {"panel", "true", "oracle"}
+    assert test["panel"]["transferred"]["per_task"]
+    md = (out / "report.md").read_text()
+    assert "## Summary" in md and "Per task" in md and "true: recalibrated" in md
+
+
+def test_html_is_self_contained(real_report):
+    _, out = real_report
+    page = (out / "report.html").read_text()
+    assert page.count("data:image/png;base64,") >= 3
+    # No external resources: no URL-bearing attributes other than inline images, no scripts.
+    assert "<script" not in page and "<link" not in page
+    assert not re.search(r"""(src|href)=["'](?!data:)""", page)
+    assert "http://" not in page and "https://" not in page
+
+
+def test_second_test_refused_and_force_reopens(
+    real_report, runs_dir, module_ledger, capsys, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("MONSEARCH_LEDGER", str(module_ledger))  # the ledger real_report opened
+    monkeypatch.setattr(
+        "monsearch.eval.sealed.sandbox_scorer", lambda config, opts, progress=None: fake_scorer
+    )
+    out = tmp_path / "out"
+    args = ("test", RUN_ID, "--runs-dir", str(runs_dir), "--out", str(out))
+    code, stdout, stderr = run_main(capsys, *args)
+    assert code == 3
+    assert "already opened" in stderr and "--force" in stderr
+    assert not out.exists()  # refused before any work
+    code, stdout, stderr = run_main(capsys, *args, "--force")
+    assert code == 0, stderr
+    assert "RE-OPENED" in stdout and "sealed test of run" in stdout
+    assert "xgen-" in stdout and "report:" in stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["reopened"] and report["ledger"]["opening"] == 2
+    assert "RE-OPENED" in (out / "report.md").read_text()
+    assert "RE-OPENED" in (out / "report.html").read_text()
+
+
+def test_bad_input_exits_2(runs_dir, capsys, tmp_path, ledger_file):
+    code, _, stderr = run_main(capsys, "test", "no-such-run", "--runs-dir", str(runs_dir))
+    assert code == 2 and "no run" in stderr
+    bad = tmp_path / "costs.toml"
+    bad.write_text("[costs]\naudit = -1\n")
+    code, _, stderr = run_main(
+        capsys, "test", RUN_ID, "--runs-dir", str(runs_dir), "--costs", str(bad)
+    )
+    assert code == 2 and "costs.audit" in stderr
+    code, _, stderr = run_main(
+        capsys, "test", RUN_ID, "--runs-dir", str(runs_dir), "--program", "c9999"
+    )
+    assert code == 2 and "c9999" in stderr
+    assert not ledger_file.exists()  # nothing was opened
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"
+)
+def test_html_renders_in_headless_chromium(real_report, tmp_path):
+    _, out = real_report
+    shot = tmp_path / "report.png"
+    cmd = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1400,2000",
+        f"--screenshot={shot}",
+        (out / "report.html").as_uri(),
+    ]
+    subprocess.run(cmd, capture_output=True, timeout=120, check=False)
+    assert shot.is_file()
+    from PIL import Image
+
+    with Image.open(shot) as img:
+        assert img.size == (1400, 2000)
+        rgb = img.convert("RGB")
+        colours = rgb.getcolors(maxcolors=1_000_000) or []
+        # A blank or error page has a handful of colours; the report has text and plots.
+        assert len(colours) > 200
+        non_white = sum(n for n, c in colours if c != (255, 255, 255))
+        assert non_white > 0.05 * 1400 * 2000
+    shutil.rmtree(tmp_path / "profile", ignore_errors=True)
