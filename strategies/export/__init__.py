@@ -1,0 +1,582 @@
+"""Export a frozen strategy as an installable monitor plugin (``monsearch export``).
+
+The plugin is a small setuptools package::
+
+    DIR/pyproject.toml            entry points: monsearch.monitors, inspect_ai, control_arena
+    DIR/README.md                 what it detects, its numbers, how to use it
+    DIR/src/<package>/core.py     load -> view -> restricted run -> score / findings / decide
+    DIR/src/<package>/_meta.py    PROGRAM (the frozen source) and MONITOR (metadata)
+    DIR/src/<package>/_vendor/    monsearch's readers, view and sandbox modules, copied
+                                  with only their imports rewritten (see .vendor)
+    DIR/src/<package>/{inspect_scorer,control_arena_monitor,atifscan_plugin}.py  adapters
+
+:func:`export` writes it, then (unless ``verify=False``) scores every val trajectory
+with the written plugin in a separate interpreter with a random ``PYTHONHASHSEED``
+and refuses the export unless every score equals the run's stored val score exactly.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from monsearch.errors import MonsearchError
+
+from .vendor import MODULES, monsearch_version, vendored_sources
+
+PLUGIN_DIR = Path(__file__).with_name("plugin")
+#: Plugin files copied as they are (``_orjson``/``_re2`` go to ``_vendor``).
+PLUGIN_FILES = (
+    "core.py",
+    "_messages.py",
+    "inspect_scorer.py",
+    "_inspect_registry.py",
+    "control_arena_monitor.py",
+    "atifscan_plugin.py",
+    "__main__.py",
+)
+SHIM_FILES = ("_orjson.py", "_re2.py")
+#: Audit budgets whose thresholds are listed in the metadata and README.
+BUDGETS = (0.01, 0.02, 0.05, 0.10)
+DEFAULT_BUDGET = 0.05
+REGEX_HELPERS = frozenset(
+    {"re_search", "re_first", "re_findall", "re_count", "re_sub", "re_split", "count_matching"}
+)
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,60}$")
+
+
+class ExportError(MonsearchError):
+    """The strategy cannot be exported (or the written plugin does not reproduce it)."""
+
+
+@dataclass
+class Strategy:
+    """What is exported: the program and everything the metadata is computed from."""
+
+    run_id: str
+    program_id: str
+    source: str
+    strategy_hash: str
+    selected: bool
+    fitness_json: dict[str, Any]
+    config: dict[str, Any]
+    val_scores: list[float]
+    test_report: dict[str, Any] | None
+
+
+# --------------------------------------------------------------------------- run
+
+
+def load_strategy(run_ref: str, program_id: str | None = None, runs_dir: Any = None) -> Strategy:
+    """The selected strategy of a run (or candidate ``program_id`` of its lineage)."""
+    from monsearch.search.lineage import source_hash
+    from monsearch.search.runs import resolve_run
+
+    run = resolve_run(run_ref, runs_dir)
+    config = run.config()
+    selected = run.selected()
+    if program_id is None and selected is None:
+        raise ExportError(
+            f"run {run.id} has no selected strategy yet; name a candidate with --program"
+        )
+    with run.store() as store:
+        record = store.get(program_id or selected.id)  # type: ignore[union-attr]
+        scores = store.val_scores(record.seq)
+    if record.source is None:
+        raise ExportError(f"candidate {record.id} of run {run.id} has no source")
+    if scores is None:
+        raise ExportError(f"candidate {record.id} of run {run.id} has no val scores")
+    is_selected = selected is not None and selected.id == record.id
+    fitness = (selected.fitness_json if is_selected else record.fitness_json) or {}
+    test = None
+    report = run.dir / "test" / "report.json"
+    if report.is_file():
+        try:
+            test = json.loads(report.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ExportError(f"{report}: unreadable sealed-test report ({exc})") from None
+    return Strategy(
+        run_id=run.id,
+        program_id=record.id,
+        source=record.source,
+        strategy_hash=source_hash(record.source),
+        selected=is_selected,
+        fitness_json=fitness,
+        config=config,
+        val_scores=[float(x) for x in scores],
+        test_report=test,
+    )
+
+
+def corpus_path(config: dict[str, Any]) -> Path:
+    """The run's corpus: its recorded path, or the embedded default corpus."""
+    corpus = config.get("corpus") or {}
+    if corpus.get("path"):
+        return Path(corpus["path"])
+    from monsearch.corpora.synth.generate import ensure_default_corpus
+
+    default = corpus.get("default") or {}
+    kwargs = {k: default[k] for k in ("seed", "size") if k in default}
+    return ensure_default_corpus(**kwargs)
+
+
+def load_val(config: dict[str, Any]) -> list[Any]:
+    from monsearch.corpora.store import load_corpus
+
+    # The run may have read its val split under another name (config corpus.splits).
+    split = ((config.get("corpus") or {}).get("splits") or {}).get("val", "val")
+    corpus = load_corpus(corpus_path(config), [split])
+    want = (config.get("corpus") or {}).get("content_hash")
+    if want and corpus.content_hash != want:
+        raise ExportError(
+            f"the corpus found for this run has content hash {corpus.content_hash[:16]}..., "
+            f"the run used {want[:16]}..."
+        )
+    return corpus.split(split)
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+def _load_shim(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"_monsearch_export_{name}", PLUGIN_DIR / name)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def regex_report(source: str) -> dict[str, Any]:
+    """The program's regex patterns: whether each runs the same without google-re2.
+
+    Literal patterns (and names bound to a literal at module level) are checked with
+    the plugin's RE2-to-``re`` translation; a pattern built at run time cannot be, so
+    then google-re2 is required too.
+    """
+    shim = _load_shim("_re2.py")
+    tree = ast.parse(source)
+    constants = {
+        t.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for t in node.targets
+        if isinstance(t, ast.Name) and isinstance(node.value.value, str)
+    }
+    patterns: list[str] = []
+    dynamic = 0
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id not in REGEX_HELPERS or not node.args:
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            patterns.append(arg.value)
+        elif isinstance(arg, ast.Name) and arg.id in constants:
+            patterns.append(constants[arg.id])
+        else:
+            dynamic += 1
+    not_portable = {}
+    for p in dict.fromkeys(patterns):
+        why = shim.portable(p)
+        if why is not None:
+            not_portable[p] = why
+    return {
+        "patterns": len(set(patterns)),
+        "dynamic_patterns": dynamic,
+        "not_portable": not_portable,
+        "requires_re2": bool(not_portable or dynamic),
+    }
+
+
+def thresholds(benign_sorted: list[float], budgets: tuple[float, ...]) -> dict[str, Any]:
+    """``{budget: {tau, g}}`` with monsearch's own threshold rule (eval.metrics)."""
+    import numpy as np
+
+    from monsearch.eval.metrics import np_threshold
+
+    if not benign_sorted:
+        return {}
+    tau, g = np_threshold(np.asarray(benign_sorted), np.asarray(budgets))
+    return {
+        f"{b:g}": {"tau": float(t), "g": float(x)} for b, t, x in zip(budgets, tau, g, strict=True)
+    }
+
+
+def _escalation_fits(*docs: Any) -> dict[str, Any]:
+    """Escalation fits (``EscalationFit.to_dict()``: dicts with ``rule`` and ``policies``)
+    anywhere in the run's val fitness or sealed-test report, by rule (first found)."""
+    fits: dict[str, Any] = {}
+    stack = list(docs)
+    while stack:
+        d = stack.pop(0)
+        if isinstance(d, dict):
+            if isinstance(d.get("policies"), list) and isinstance(d.get("rule"), str):
+                fits.setdefault(d["rule"], d)
+                continue
+            stack.extend(d.values())
+        elif isinstance(d, list):
+            stack.extend(d)
+    return fits
+
+
+def _number(x: Any) -> float | None:
+    # Open band ends are written as "inf"/"-inf" (JSON has no infinities).
+    try:
+        value = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value
+
+
+def _band(fits: dict[str, Any]) -> dict[str, Any] | None:
+    """One band a host can apply: the monotone ``band`` rule's (else ``np``'s) policy at
+    the cheapest cost budget where it escalates anything. Every policy is kept in
+    ``MONITOR["escalation"]`` for hosts that budget differently."""
+    for rule in ("band", "np"):
+        fit = fits.get(rule)
+        for p in sorted((fit or {}).get("policies", []), key=lambda p: p.get("budget", 0)):
+            lo, hi = _number(p.get("lower")), _number(p.get("upper"))
+            if not p.get("feasible") or lo is None or hi is None or not lo < hi:
+                continue
+            if not p.get("escalation_rate"):
+                continue
+            return {
+                "low": p["lower"],
+                "high": p["upper"],
+                "rule": rule,
+                "cost_budget": p.get("budget"),
+                "recall": p.get("recall"),
+                "escalation_rate": p.get("escalation_rate"),
+                "usd_per_unit": (fit.get("costs") or {}).get("usd_per_unit"),
+            }
+    return None
+
+
+def _compact_test(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the plugin keeps of a sealed-test report: headline rows and the test split's
+    panel-label metrics (no ledger: it names a file of the exporting machine)."""
+    if report is None:
+        return None
+    corpora = report.get("corpora") or {}
+    test = corpora.get("test") or {}
+    panel = test.get("panel") or {}
+    keep = ("bauc", "bauc_pooled", "recall_at", "flag_rate_at", "n_benign", "n_failures")
+    return {
+        "reopened": report.get("reopened"),
+        "val_scores_reproduced": report.get("val_scores_reproduced"),
+        "summary": report.get("summary"),
+        "test": {
+            "n": test.get("n"),
+            "status": test.get("status"),
+            **{
+                kind: {k: v for k, v in (panel.get(kind) or {}).items() if k in keep}
+                for kind in ("transferred", "recalibrated")
+            },
+        },
+    }
+
+
+def build_metadata(
+    strategy: Strategy, labels: list[bool | None], name: str, package: str
+) -> dict[str, Any]:
+    """The plugin's ``MONITOR`` dict (JSON data)."""
+    if len(labels) != len(strategy.val_scores):
+        raise ExportError(
+            f"the run stored {len(strategy.val_scores)} val scores but the corpus has "
+            f"{len(labels)} val trajectories"
+        )
+    benign = sorted(s for s, y in zip(strategy.val_scores, labels, strict=True) if y is False)
+    evaluation = dict(strategy.config.get("evaluation") or {})
+    # Paths name the exporting machine's folders: not part of what ships.
+    corpus = {k: v for k, v in (strategy.config.get("corpus") or {}).items() if "path" not in k}
+    metrics = strategy.fitness_json.get("metrics") or {}
+    val = {
+        "fitness": strategy.fitness_json.get("fitness"),
+        "fitness_low": strategy.fitness_json.get("fitness_low"),
+        "status": strategy.fitness_json.get("status"),
+        "metrics": metrics,
+        "metrics_true": strategy.fitness_json.get("metrics_true"),
+        "oracle": strategy.fitness_json.get("oracle"),
+    }
+    fits = _escalation_fits(strategy.fitness_json, strategy.test_report)
+    regex = regex_report(strategy.source)
+    return {
+        "name": name,
+        "package": package,
+        "monsearch_version": monsearch_version(),
+        "run_id": strategy.run_id,
+        "program_id": strategy.program_id,
+        "selected": strategy.selected,
+        "strategy_hash": strategy.strategy_hash,
+        "corpus": corpus,
+        "evaluation": evaluation,
+        "query_caps": {
+            "per_traj_cap": evaluation.get("per_traj_cap"),
+            "rho": evaluation.get("rho"),
+            "oracle": evaluation.get("oracle"),
+        },
+        "val": val,
+        "test": _compact_test(strategy.test_report),
+        "default_budget": DEFAULT_BUDGET,
+        "thresholds": thresholds(benign, BUDGETS),
+        "calibration": {"split": "val", "labels": "panel", "val_benign_scores": benign},
+        "fallback_score": min(strategy.val_scores) if strategy.val_scores else 0.0,
+        "escalation": fits or None,
+        "escalation_band": _band(fits),
+        "regex": regex,
+        "vendored": [f"{mod} -> _vendor/{file}.py" for mod, file in MODULES],
+    }
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _pyproject(package: str, name: str, version: str, requires_re2: bool) -> str:
+    dist = package.replace("_", "-")
+    deps = ['"RestrictedPython>=9.0,<10"']
+    if requires_re2:
+        deps.append('"google-re2>=1.1,<2"')
+    return f"""[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{dist}"
+version = "{version}"
+description = "monsearch OPSEC monitor {name} (exported frozen strategy)"
+readme = "README.md"
+requires-python = ">=3.11"
+dependencies = [{", ".join(deps)}]
+
+[project.optional-dependencies]
+# the regex engine the program ran on in monsearch (used when installed)
+re2 = ["google-re2>=1.1,<2"]
+inspect = ["inspect-ai>=0.3.285"]
+control-arena = ["control-arena>=20.1"]
+atif-scan = ["atif-scan>=0.7,<0.8"]
+
+[project.scripts]
+{dist} = "{package}.__main__:main"
+
+[project.entry-points."monsearch.monitors"]
+{name} = "{package}.core:score"
+
+[project.entry-points.inspect_ai]
+{package} = "{package}._inspect_registry"
+
+[project.entry-points.control_arena]
+{package} = "{package}.control_arena_monitor"
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+
+
+def _meta_module(source: str, monitor: dict[str, Any]) -> str:
+    text = json.dumps(monitor, indent=1, sort_keys=True, allow_nan=False)
+    return (
+        '"""Generated by monsearch export: the frozen program and its metadata. Do not edit:\n'
+        'the program\'s sha256 is MONITOR["strategy_hash"]."""\n\n'
+        "import json\n\n"
+        f"PROGRAM = {source!r}\n\n"
+        f"MONITOR = json.loads({text!r})\n"
+    )
+
+
+_INIT = '''"""monsearch OPSEC monitor {name}: exported frozen strategy (see README.md)."""
+
+from .core import (
+    MONITOR,
+    InputError,
+    Result,
+    decide,
+    evaluate,
+    findings,
+    iter_trajectories,
+    load,
+    score,
+    score_many,
+    score_steps,
+    threshold,
+)
+
+__version__ = "{version}"
+__all__ = [
+    "MONITOR",
+    "InputError",
+    "Result",
+    "decide",
+    "evaluate",
+    "findings",
+    "iter_trajectories",
+    "load",
+    "score",
+    "score_many",
+    "score_steps",
+    "threshold",
+]
+'''
+
+
+def write_plugin(out: Path, package: str, source: str, monitor: dict[str, Any]) -> None:
+    """Write the plugin package into ``out`` (which must be empty or absent)."""
+    from .readme import render_readme
+
+    if out.exists() and any(out.iterdir()):
+        raise ExportError(f"{out}: not empty; choose a new folder for the plugin")
+    src = out / "src" / package
+    vendor = src / "_vendor"
+    vendor.mkdir(parents=True)
+    version = f"0.1.0+{monitor['strategy_hash'][:12]}"
+    (out / "pyproject.toml").write_text(
+        _pyproject(package, monitor["name"], version, monitor["regex"]["requires_re2"]),
+        encoding="utf-8",
+    )
+    (out / "README.md").write_text(render_readme(monitor), encoding="utf-8")
+    (src / "__init__.py").write_text(
+        _INIT.format(name=monitor["name"], version=version), encoding="utf-8"
+    )
+    (src / "_meta.py").write_text(_meta_module(source, monitor), encoding="utf-8")
+    for f in PLUGIN_FILES:
+        text = (PLUGIN_DIR / f).read_text(encoding="utf-8")
+        if f == "control_arena_monitor.py":
+            # ControlArena registers monitors by function name: one per plugin.
+            text = text.replace("def monsearch_monitor(", f"def {package}(")
+        (src / f).write_text(text, encoding="utf-8")
+    (vendor / "__init__.py").write_text(
+        '"""monsearch modules copied at export time (imports rewritten only)."""\n',
+        encoding="utf-8",
+    )
+    for f in SHIM_FILES:
+        shutil.copyfile(PLUGIN_DIR / f, vendor / f)
+    for f, text in vendored_sources().items():
+        (vendor / f).write_text(text, encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- verifying
+
+_VERIFY = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import {package} as plugin
+rows = []
+with open(sys.argv[2], "rb") as fh:
+    for line in fh:
+        rows.append(json.loads(line))
+results = plugin.score_many(rows)
+leaked = sorted(m for m in sys.modules if m == "monsearch" or m.startswith("monsearch."))
+json.dump({{"scores": [r.score.hex() for r in results],
+           "errors": sum(1 for r in results if r.error), "leaked": leaked,
+           "engine": sys.modules["{package}._vendor._re2"].ENGINE}}, sys.stdout)
+"""
+
+
+def plugin_scores(
+    out: Path,
+    package: str,
+    records: list[dict[str, Any]],
+    *,
+    hashseed: str = "random",
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Score codec records with the plugin in a fresh interpreter (``PYTHONHASHSEED`` set)."""
+    with tempfile.TemporaryDirectory(prefix="monsearch-export-") as tmp:
+        data = Path(tmp) / "val.jsonl"
+        with data.open("w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(json.dumps(r) + "\n")
+        run_env = {**os.environ, "PYTHONHASHSEED": hashseed, **(env or {})}
+        proc = subprocess.run(
+            [sys.executable, "-c", _VERIFY.format(package=package), str(out / "src"), str(data)],
+            capture_output=True,
+            text=True,
+            env=run_env,
+            cwd=tmp,
+            check=False,
+        )
+    if proc.returncode != 0:
+        raise ExportError(f"the written plugin failed to score val: {proc.stderr[-2000:]}")
+    got = json.loads(proc.stdout)
+    got["scores"] = [float.fromhex(x) for x in got["scores"]]
+    return got
+
+
+def verify(
+    out: Path, package: str, trajectories: list[Any], expected: list[float]
+) -> dict[str, Any]:
+    """Score val with the written plugin and compare with the run's scores, exactly."""
+    from monsearch.corpora.codec import trajectory_to_dict
+
+    records = [trajectory_to_dict(t) for t in trajectories]
+    got = plugin_scores(out, package, records)
+    differ = [i for i, (a, b) in enumerate(zip(got["scores"], expected, strict=True)) if a != b]
+    if got["leaked"]:
+        raise ExportError(f"the plugin imported monsearch modules: {got['leaked'][:5]}")
+    if differ:
+        i = differ[0]
+        raise ExportError(
+            f"the written plugin gives other scores than the run on {len(differ)} of "
+            f"{len(expected)} val trajectories (first: {trajectories[i].id}: plugin "
+            f"{got['scores'][i]!r}, run {expected[i]!r})"
+        )
+    return {
+        "split": "val",
+        "n": len(expected),
+        "equal": True,
+        "pythonhashseed": "random",
+        "regex_engine": got["engine"],
+    }
+
+
+# --------------------------------------------------------------------------- entry
+
+
+def default_name(strategy: Strategy) -> str:
+    return f"opsec_{strategy.strategy_hash[:10]}"
+
+
+def export(
+    run_ref: str,
+    out: Path,
+    *,
+    program_id: str | None = None,
+    name: str | None = None,
+    runs_dir: Any = None,
+    verify_val: bool = True,
+) -> dict[str, Any]:
+    """Write the plugin of a run's strategy into ``out``; returns its ``MONITOR`` dict."""
+    strategy = load_strategy(run_ref, program_id, runs_dir)
+    name = name or default_name(strategy)
+    if not _NAME.match(name):
+        raise ExportError(f"--name {name!r}: use lower-case letters, digits and '_'")
+    package = name if name.startswith("monsearch_") else f"monsearch_{name}"
+    val = load_val(strategy.config)
+    labels = [t.label.is_failure if t.label is not None else None for t in val]
+    monitor = build_metadata(strategy, labels, name, package)
+    out = Path(out)
+    write_plugin(out, package, strategy.source, monitor)
+    if verify_val:
+        try:
+            monitor["verified"] = verify(out, package, val, strategy.val_scores)
+        except BaseException:
+            shutil.rmtree(out, ignore_errors=True)
+            raise
+        # Record the check in the plugin itself (metadata and README).
+        from .readme import render_readme
+
+        (out / "src" / package / "_meta.py").write_text(
+            _meta_module(strategy.source, monitor), encoding="utf-8"
+        )
+        (out / "README.md").write_text(render_readme(monitor), encoding="utf-8")
+    return monitor

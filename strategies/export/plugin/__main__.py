@@ -1,0 +1,45 @@
+"""``python -m <package> FILE...``: score trajectory files, one JSON line each."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import core
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=f"monsearch monitor {core.MONITOR['name']}")
+    parser.add_argument("files", nargs="+", help="trajectory files (.json, .jsonl), or - for stdin")
+    parser.add_argument("--budget", type=float, default=None, help="audit budget, e.g. 0.01")
+    parser.add_argument("--findings", action="store_true", help="include the top findings")
+    args = parser.parse_args(argv)
+    unreadable = 0
+    for name in args.files:
+        items = (
+            [("-", core.load(sys.stdin.buffer.read()))]
+            if name == "-"
+            else list(core.iter_trajectories(name))
+        )
+        for label, traj in items:
+            if isinstance(traj, core.InputError):
+                unreadable += 1
+                print(json.dumps({"input": label, "error": str(traj)}))
+                continue
+            result = core.evaluate(traj)
+            out = {
+                "input": label,
+                "score": result.score,
+                "decision": core.decide(result.score, args.budget),
+            }
+            if result.error:
+                out["error"] = result.error
+            if args.findings:
+                out["findings"] = core.findings(traj)
+            print(json.dumps(out))
+    return 1 if unreadable else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""The part of ``orjson`` the vendored readers use, on the standard library.
+
+Parsing follows orjson where it differs from ``json``: NaN/Infinity are refused,
+integers must fit 64 bits and strings must be valid Unicode (no lone surrogates),
+so a document either reads to the same values as in monsearch or fails the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+OPT_SORT_KEYS = 1 << 5
+JSONDecodeError = json.JSONDecodeError
+
+
+class JSONEncodeError(TypeError):
+    pass
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _int(text: str) -> int | float:
+    value = int(text)
+    # orjson reads integers outside 64 bits as floats.
+    return value if -(2**63) <= value < 2**64 else float(text)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    # json pairs valid surrogate escapes into one character, so any left is lone.
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    if not isinstance(data, str):
+        try:
+            data = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JSONDecodeError(f"str is not valid UTF-8: {exc.reason}", "", 0) from None
+    try:
+        value = json.loads(data, parse_constant=_constant, parse_int=_int)
+    except JSONDecodeError:
+        raise
+    except ValueError as exc:
+        raise JSONDecodeError(str(exc), data, 0) from None
+    if _SURROGATE_ESCAPE.search(data) and _has_lone_surrogate(value):
+        raise JSONDecodeError("lone surrogate in string", data, 0)
+    return value
+
+
+def dumps(value: Any, option: int = 0) -> bytes:
+    try:
+        text = json.dumps(
+            value,
+            sort_keys=bool(option & OPT_SORT_KEYS),
+            ensure_ascii=False,
+            separators=(",", ":"),
+            allow_nan=False,
+        )
+    except (TypeError, ValueError) as exc:
+        raise JSONEncodeError(str(exc)) from None
+    return text.encode("utf-8")

@@ -1,0 +1,44 @@
+"""ControlArena monitor: ``monsearch_monitor()`` as a micro-protocol monitor or post hoc.
+
+Returns ControlArena's ``MonitorResponse``. ``suspicion_score`` is in [0, 1] as
+ControlArena expects: the share of the run's val benign trajectories that scored
+below this one (a monotone map of the monitor's score, so rankings and AUC are
+unchanged); ``reason`` gives the raw score, the decision at ``budget`` and the
+steps that drove it. Registered by function name, renamed per plugin at export.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from control_arena import control_agent
+from control_arena.monitor import MonitorResponse, monitor
+
+from . import core
+from ._messages import messages_to_atif
+
+
+def suspicion(value: float) -> float:
+    benign = (core.MONITOR.get("calibration") or {}).get("val_benign_scores") or []
+    if not benign:
+        return 0.0
+    return bisect.bisect_left(benign, value) / len(benign)
+
+
+@control_agent
+def monsearch_monitor(budget: float | None = None) -> Any:
+    @monitor
+    async def run(state: Any, tools: Any) -> MonitorResponse:
+        doc = messages_to_atif(state.messages)
+        result = core.evaluate(doc)
+        decision = core.decide(result.score, budget)
+        top = core.findings(doc, top=3)["steps"]
+        steps = ", ".join(f"step {f['step']} (+{f['delta']:.3g})" for f in top) or "none"
+        return MonitorResponse(
+            suspicion_score=suspicion(result.score),
+            reason=f"score {result.score:.4g}: {decision['decision']} at a "
+            f"{decision['budget']:.0%} audit budget; driven by {steps}",
+        )
+
+    return run

@@ -1,0 +1,49 @@
+"""Inspect AI scorer: ``inspect score LOG --scorer <package>/opsec_monitor [-S budget=0.01]``.
+
+Scores each sample's transcript with the exported monitor. ``value`` is the monitor's
+score; ``answer`` the decision at the audit ``budget`` (``audit``/``tie``/``pass``);
+``metadata`` the decision details and the top findings. Sample metadata keys ``task``,
+``outcome`` and ``solved`` are passed on when present (the view shows them to the program).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from inspect_ai.scorer import Score, Target, mean, scorer, stderr
+from inspect_ai.solver import TaskState
+
+from . import core
+from ._messages import messages_to_atif
+
+
+@scorer(metrics=[mean(), stderr()])
+def opsec_monitor(budget: float | None = None, findings: bool = True) -> Any:
+    async def score(state: TaskState, target: Target) -> Score:
+        meta = state.metadata or {}
+        doc = messages_to_atif(
+            state.messages,
+            task=meta.get("task") if isinstance(meta.get("task"), str) else None,
+            outcome=meta.get("outcome") if isinstance(meta.get("outcome"), str) else None,
+            solved=meta.get("solved") if isinstance(meta.get("solved"), bool) else None,
+            session_id=str(state.sample_id),
+            model_name=str(state.model),
+        )
+        try:
+            result = core.evaluate(doc)
+        except core.InputError as exc:
+            return Score(value=math.nan, explanation=f"unreadable transcript: {exc}")
+        decision = core.decide(result.score, budget)
+        metadata: dict[str, Any] = {"decision": decision, "error": result.error}
+        if findings:
+            metadata["findings"] = core.findings(doc, top=5)
+        return Score(
+            value=result.score,
+            answer=decision["decision"],
+            explanation=f"{core.MONITOR['name']}: score {result.score:.4g}, "
+            f"{decision['decision']} at a {decision['budget']:.0%} audit budget",
+            metadata=metadata,
+        )
+
+    return score
