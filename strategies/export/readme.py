@@ -182,11 +182,14 @@ from {pkg}.control_arena_monitor import {pkg}
 monitor = {pkg}(budget=0.01)      # a @control_agent returning MonitorResponse
 ```
 
-`suspicion_score` is the share of val benign runs scoring lower (in [0, 1]).
-The adapter is not tested in monsearch's CI (control-arena is a 1.1 GB install);
-checked manually: install `.[control-arena]`, run the monitor through
-`control_arena.eval.run_monitor_for_messages` on a transcript, and compare its
-reason's score with `{dist}` on the same trajectory as ATIF.
+`suspicion_score` is the share of val benign runs scoring lower (in [0, 1]);
+the monitor runs after each assistant message on the transcript so far.
+Needs the run's task metadata (ControlTaskMetadata) like any ControlArena monitor.
+Checked by hand with control-arena 20.1.1 (not in monsearch's CI: a 1.1 GB
+install): `run_monitor_for_messages` over a five-step callback-listener
+transcript gave per-step suspicion 0, 0, 0, 0.73, 0.99, the last step's raw
+score equalled this package's score of the same trajectory file, and
+`ControlAgent.get("{pkg}")` found the monitor by name.
 
 ## atif-scan
 

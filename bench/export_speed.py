@@ -1,0 +1,173 @@
+"""Exported plugin speed: per-trajectory scoring latency, beside the sandbox's per-trajectory time.
+
+Prints, for the selected strategy of a run (its val split):
+
+* plugin, end to end: ``score(doc)`` on a parsed trajectory dict (read it, build the
+  view, run the frozen program in a fresh restricted namespace): what a host pays
+  per trajectory. Median, p90, max. Target: median under 1 ms.
+* plugin, program only: the program's ``score(view)`` on views built beforehand (one
+  program instance, as the sandbox runs it);
+* plugin, view only: building the view from the trajectory;
+* sandbox: monsearch's own ``build_view`` per trajectory (paid once, then cached on
+  disk and in the workers), and ``SandboxPool.evaluate`` wall time per trajectory with
+  the views already built (the search's steady state) and its child CPU time.
+
+Run: ``python bench/export_speed.py [--run RUN] [--runs-dir DIR] [--limit N]``.
+Without ``--run``, the newest run under the runs folder is used; without any run,
+a temporary run of the seed monitor on the default corpus (``--size``) is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+
+def _contract_run(root: Path, size: int) -> str:
+    """A run folder of the seed monitor on the default corpus (no evolve needed)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from export_support import make_contract_run
+
+    from monsearch.corpora.synth.generate import ensure_default_corpus
+    from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
+
+    corpus = ensure_default_corpus(size=size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run, _ = make_contract_run(root / "runs", corpus, {"seed": SEED_MONITOR})
+    return str(run.dir)
+
+
+def _quantiles(xs: list[float]) -> str:
+    xs = sorted(xs)
+    q = lambda p: xs[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
+    return (
+        f"median {statistics.median(xs) * 1e3:7.3f} ms   p90 {q(0.9) * 1e3:7.3f} ms   "
+        f"max {xs[-1] * 1e3:8.3f} ms"
+    )
+
+
+def _stealthbench_doc(t: Any) -> dict[str, Any]:
+    from monsearch.corpora.readers.stepinput import step_input
+
+    steps = []
+    for s in t.steps:
+        args = s.arguments if step_input(s.arguments)[1] == s.text else s.text
+        steps.append(
+            {
+                "index": s.index,
+                "timestamp": s.timestamp,
+                "latency_ms": s.latency_ms,
+                "action": {"type": "tool_call", "tool": s.tool, "input": args},
+                "observation": {"text": s.observation},
+            }
+        )
+    return {
+        "atif_version": "1.7",
+        "trajectory_id": t.id,
+        "agent_model": t.generator,
+        "task": {"name": t.task, "prompt": t.prompt},
+        "outcome": t.outcome,
+        "flag_correct": t.solved,
+        "steps": steps,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run", default=None)
+    parser.add_argument("--runs-dir", default=None)
+    parser.add_argument("--size", type=int, default=None, help="default corpus size (no run)")
+    parser.add_argument("--limit", type=int, default=1000, help="val trajectories timed")
+    args = parser.parse_args()
+
+    from monsearch.sandbox.evaluate import SandboxPool
+    from monsearch.search.runs import list_runs
+    from monsearch.strategies.export import export, load_val
+
+    tmp = Path(tempfile.mkdtemp(prefix="monsearch-export-bench-"))
+    run_ref = args.run
+    if run_ref is None:
+        runs = [r for r in list_runs(args.runs_dir) if r.selected() is not None]
+        if runs:
+            run_ref = str(runs[-1].dir)
+        else:
+            from monsearch.corpora.synth.generate import DEFAULT_SIZE
+
+            run_ref = _contract_run(tmp, args.size or DEFAULT_SIZE)
+    monitor = export(run_ref, tmp / "plugin", runs_dir=args.runs_dir, verify_val=False)
+    sys.path.insert(0, str(tmp / "plugin" / "src"))
+    plugin = importlib.import_module(monitor["package"])
+    core = plugin.core
+
+    from monsearch.search.runs import resolve_run
+
+    val = load_val(resolve_run(run_ref, args.runs_dir).config())
+    sample = val[: args.limit]
+    docs = [_stealthbench_doc(t) for t in sample]
+    print(
+        f"run {monitor['run_id']}  strategy {monitor['strategy_hash'][:12]}  "
+        f"val {len(val)} trajectories, timing {len(sample)}"
+    )
+
+    for d in docs[:20]:  # warm caches and the compiled program
+        plugin.score(d)
+    end_to_end = []
+    for d in docs:
+        started = time.perf_counter()
+        plugin.score(d)
+        end_to_end.append(time.perf_counter() - started)
+    # Cold parse caches again, so the view time is what a new trajectory costs.
+    sys.modules[f"{monitor['package']}._vendor.view"].clear_caches()
+    views = []
+    build = []
+    for d in docs:
+        traj = core.load(d)
+        started = time.perf_counter()
+        views.append(core.build_view(traj))
+        build.append(time.perf_counter() - started)
+    hook = core._OracleHook(None, None)
+    fn = core._instance(hook)
+    program = []
+    for v in views:
+        started = time.perf_counter()
+        fn(v)
+        program.append(time.perf_counter() - started)
+
+    from monsearch.sandbox import view as sandbox_view
+
+    sandbox_view.clear_caches()
+    sandbox_build = []
+    for t in sample:
+        started = time.perf_counter()
+        sandbox_view.build_view(t)
+        sandbox_build.append(time.perf_counter() - started)
+
+    print(f"plugin end to end (dict -> score): {_quantiles(end_to_end)}")
+    print(f"plugin view build only:            {_quantiles(build)}")
+    print(f"plugin program only (prebuilt):    {_quantiles(program)}")
+
+    with SandboxPool(sample, workers=1) as pool:
+        pool.evaluate(core.PROGRAM)  # warm the worker
+        started = time.perf_counter()
+        result = pool.evaluate(core.PROGRAM)
+        wall = time.perf_counter() - started
+    n = len(sample)
+    print(f"sandbox view build (once per trajectory, then cached): {_quantiles(sandbox_build)}")
+    print(
+        f"sandbox per trajectory (views prebuilt in the worker): wall {wall / n * 1e3:7.3f} ms"
+        f"   child cpu {result.cpu_s / n * 1e3:7.3f} ms   (status {result.status})"
+    )
+    target = statistics.median(end_to_end) < 1e-3
+    print(f"target median < 1 ms end to end: {'met' if target else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
