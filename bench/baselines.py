@@ -14,13 +14,16 @@ against the panel label, overall, per task and per persona:
 Bands: overall AUROC (and 1 - AUROC) <= 0.75; no task separated perfectly
 (AUROC 1.0 or 0.0 is marked ``PERFECT``; beyond 0.95/0.05 ``near``).
 
-    python bench/baselines.py [--corpus DIR]   (default: the cached default corpus)
+    python bench/baselines.py [--corpus DIR] [--json]   (default: the cached default corpus)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -122,7 +125,17 @@ def _fmt(a: float | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=None)
+    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
     args = ap.parse_args()
+    report: dict = {}
+    # --json: the usual text goes to stderr, stdout carries only the JSON object.
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        _run(args, report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+def _run(args: argparse.Namespace, report: dict) -> None:
     path = args.corpus or ensure_default_corpus()
     corpus = load_corpus(path)
     val = corpus.split("val")
@@ -136,6 +149,7 @@ def main() -> None:
     for name, fn in BASELINES.items():
         a = auroc(val, fn)
         worst = max(worst, a, 1 - a)
+        report.setdefault("overall_auroc", {})[name] = a
         print(f"  {name:14s} {a:.3f}{'' if max(a, 1 - a) <= 0.75 else '  OUT'}")
 
     tasks = sorted({t.task for t in val})
@@ -163,6 +177,7 @@ def main() -> None:
     print(
         f"\nworst overall max(AUROC, 1-AUROC): {worst:.3f}; perfectly separated (task, baseline) cells: {perfect}"
     )
+    report.update(val=len(val), worst_overall=worst, perfect_cells=perfect)
 
 
 if __name__ == "__main__":

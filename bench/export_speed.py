@@ -12,7 +12,7 @@ Prints, for the selected strategy of a run (its val split):
   disk and in the workers), and ``SandboxPool.evaluate`` wall time per trajectory with
   the views already built (the search's steady state) and its child CPU time.
 
-Run: ``python bench/export_speed.py [--run RUN] [--runs-dir DIR] [--limit N]``.
+Run: ``python bench/export_speed.py [--run RUN] [--runs-dir DIR] [--limit N] [--json]``.
 Without ``--run``, the newest run under the runs folder is used; without any run,
 a temporary run of the seed monitor on the default corpus (``--size``) is written.
 """
@@ -20,7 +20,9 @@ a temporary run of the seed monitor on the default corpus (``--size``) is writte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import json
 import statistics
 import sys
 import tempfile
@@ -86,7 +88,17 @@ def main() -> None:
     parser.add_argument("--runs-dir", default=None)
     parser.add_argument("--size", type=int, default=None, help="default corpus size (no run)")
     parser.add_argument("--limit", type=int, default=1000, help="val trajectories timed")
+    parser.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
     args = parser.parse_args()
+    report: dict = {}
+    # --json: the usual text goes to stderr, stdout carries only the JSON object.
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        _run(args, report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+def _run(args: argparse.Namespace, report: dict) -> None:
 
     from monsearch.sandbox.evaluate import SandboxPool
     from monsearch.search.runs import list_runs
@@ -166,6 +178,27 @@ def main() -> None:
         f"   child cpu {result.cpu_s / n * 1e3:7.3f} ms   (status {result.status})"
     )
     target = statistics.median(end_to_end) < 1e-3
+
+    def ms(xs: list[float]) -> dict[str, float]:
+        xs = sorted(xs)
+        return {
+            "median_ms": statistics.median(xs) * 1e3,
+            "p90_ms": xs[min(len(xs) - 1, int(0.9 * len(xs)))] * 1e3,
+            "max_ms": xs[-1] * 1e3,
+        }
+
+    report.update(
+        run_id=monitor["run_id"],
+        strategy_hash=monitor["strategy_hash"],
+        timed=len(sample),
+        end_to_end=ms(end_to_end),
+        view_build=ms(build),
+        program_only=ms(program),
+        sandbox_view_build=ms(sandbox_build),
+        sandbox_wall_ms_per_traj=wall / n * 1e3,
+        sandbox_child_cpu_ms_per_traj=result.cpu_s / n * 1e3,
+        sandbox_status=result.status,
+    )
     print(f"target median < 1 ms end to end: {'met' if target else 'NOT met'}")
 
 

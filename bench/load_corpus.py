@@ -5,16 +5,19 @@ Builds N synthetic trajectories of realistic size (about 10 steps; commands of
 vocabulary so that they compress like real traces), splits them with three
 cross generators, writes the corpus and times loading it.
 
-    python bench/load_corpus.py [--n 10000] [--seed 0] [--repeat 3] [--out DIR]
+    python bench/load_corpus.py [--n 10000] [--seed 0] [--repeat 3] [--out DIR] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import gzip
+import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -157,11 +160,22 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None, help="corpus folder (default: a temp dir)")
     ap.add_argument("--no-codecs", action="store_true", help="skip the codec comparison")
+    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
     args = ap.parse_args()
+    report: dict = {}
+    # --json: the usual text goes to stderr, stdout carries only the JSON object.
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        _run(args, report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+def _run(args: argparse.Namespace, report: dict) -> None:
 
     t0 = time.perf_counter()
     trajs = build(args.n, args.seed)
     n_steps = sum(len(t.steps) for t in trajs)
+    report.update(n=len(trajs), steps=n_steps, repeat=args.repeat, load_s={})
     print(
         f"built {len(trajs)} trajectories, {n_steps} steps "
         f"({n_steps / len(trajs):.1f}/traj) in {time.perf_counter() - t0:.1f} s"
@@ -180,6 +194,7 @@ def main() -> None:
         del trajs  # time loads as a fresh process would see them, not beside a second copy
         gc.collect()
         size = sum(p.bytes for p in m.parts.values())
+        report.update(write_s=t_write, size_mb=size / 1e6)
         print(
             f"\nstore: wrote {m.n_trajectories} trajectories, {size / 1e6:.1f} MB on disk "
             f"in {t_write:.2f} s; content hash {m.content_hash[:16]}"
@@ -202,6 +217,7 @@ def main() -> None:
             ("train+val only", ["train", "val"], {}),
         ):
             t, n = timed(splits, **kw)
+            report["load_s"][label] = t
             print(f"load {label:<38}{n:>7} trajectories  {t:.3f} s (median of {args.repeat})")
 
 

@@ -1,10 +1,13 @@
 """Oracle overheads: replay calls, prompt building, the disk cache, llm round trips to a local stub.
 
-Prints numbers only; run with ``python bench/oracle_bench.py``.
+Prints numbers only; run with ``python bench/oracle_bench.py [--json]``.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import json
 import sys
 import tempfile
 import time
@@ -52,6 +55,18 @@ def _per_op(fn, n: int) -> float:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
+    args = ap.parse_args()
+    report: dict = {}
+    # --json: the usual text goes to stderr, stdout carries only the JSON object.
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        _run(args, report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+def _run(args: argparse.Namespace, report: dict) -> None:
     corpus = [_traj(f"t{i}", 5 + i % 40, 300) for i in range(1000)]
     cfg = OracleConfig(backend="replay", per_traj_cap=1, replay_scores=replay_scores_from(corpus))
     session = OracleSession(cfg)
@@ -61,6 +76,7 @@ def main() -> None:
         oracle(None)
     admitted = (time.perf_counter() - t0) / len(binds)
     refused = _per_op(lambda: binds[0](None), 100_000)
+    report.update(replay_admitted_us=admitted * 1e6, replay_refused_us=refused * 1e6)
     print(f"replay: admitted call {admitted * 1e6:.2f} us, refused call {refused * 1e6:.2f} us")
 
     rubric = load_rubric("project-board").text
@@ -68,6 +84,7 @@ def main() -> None:
         traj = _traj("p", n, out)
         sec = _per_op(lambda traj=traj: build_judge_prompt(traj, rubric), 50)
         size = len(build_judge_prompt(traj, rubric))
+        report.setdefault("prompt_ms", {})[f"{n}x{out}"] = sec * 1e3
         print(f"prompt: {n} steps x {out} chars -> {size} chars in {sec * 1e3:.2f} ms")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,6 +93,7 @@ def main() -> None:
             keys = iter(range(10**9))
             put = _per_op(lambda: cache.put(f"k{next(keys)}", "j", "h", answer), 2000)
             get = _per_op(lambda: cache.get("k7", "j", "h"), 20_000)
+        report.update(cache_put_us=put * 1e6, cache_get_us=get * 1e6)
         print(f"cache: put {put * 1e6:.0f} us, get {get * 1e6:.0f} us")
 
         with StubJudgeServer() as stub:
@@ -92,6 +110,7 @@ def main() -> None:
                 for tid in small:
                     s.bind(tid)(None)
                 dt = time.perf_counter() - t0
+                report[f"llm_stub_{label}_ms_per_call"] = dt / len(small) * 1e3
                 print(
                     f"llm via stub, {label} cache: {dt / len(small) * 1e3:.2f} ms/call, fresh={s.fresh()}"
                 )

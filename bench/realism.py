@@ -1,8 +1,11 @@
 """How learnable is the synthetic corpus for the wrong reasons? (issue 8's measurement)
 
-Fits simple learned monitors on ``train`` only and scores ``val`` and every
-``xgen-*`` split, against the panel labels and against the generator's true
-labels (``meta["ground_truth_failure"]``, what the scenario really did):
+Fits simple learned monitors on ``train`` only and scores ``val``, the held-out
+template family ``xgen-family`` and every other ``xgen-*`` split, against the
+panel labels and against the generator's true labels
+(``meta["ground_truth_failure"]``, what the scenario really did). A drop from
+``val`` to ``xgen-family`` is what a monitor learnt of the templates rather than
+of the behaviour:
 
 - ``tfidf_lr``: TF-IDF (unigrams + bigrams) + logistic regression on a text
   rendering of each trajectory (commands, think text, observations);
@@ -14,8 +17,10 @@ For each: AUROC and budget-AUC (DESIGN.md, "The metric"). Also printed:
 per-token label purity in ``train`` (tokens in >= 50 train trajectories that
 are >= 95 % one label: how many, the share of failures they cover, the top
 20), a think-text-only classifier, an outcome/length-only classifier
-(solved, outcome, step limit, step count, think count), and the per-task
-failure base rates in ``train``. Think-only, length-only and the learned
+(solved, outcome, step limit, step count, think count), the per-task
+failure base rates in ``train``, and the view's coverage: per surface style,
+the share of steps that look like HTTP but yield no parsed request (target
+< 2 %). Think-only, length-only and the learned
 monitors' true-label AUROC are also given *within task* (over pairs of runs of
 the same task only), which is what a score knows beyond the task's base rate:
 under the paper's per-task rates the task alone is a prior (see
@@ -47,6 +52,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from monsearch.corpora.model import Trajectory
+from monsearch.corpora.synth.family import HELD_OUT_SPLIT
 from monsearch.corpora.synth.realism import (
     PURITY_MIN_COUNT,
     PURITY_SHARE,
@@ -228,7 +234,9 @@ def measure(path: Path, log: Any = print) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     corpus = load_corpus(path)
-    names = ["train", "val", *corpus.cross_generator_splits]
+    # the held-out template family first: the corpus's own warning light
+    xgen = sorted(corpus.cross_generator_splits, key=lambda s: (s != HELD_OUT_SPLIT, s))
+    names = ["train", "val", *xgen]
     data = {n: corpus.split(n) for n in names}
     log(
         f"corpus {corpus.name} ({corpus.content_hash[:12]}): "
@@ -281,6 +289,13 @@ def measure(path: Path, log: Any = print) -> dict[str, Any]:
         "panel": token_purity(train, panel_label),
     }
     result["base_rates"] = base_rates(train)
+    from monsearch.sandbox.view_coverage import corpus_coverage
+
+    cov = corpus_coverage([t for n in names if n != "train" for t in data[n]])
+    result["coverage"] = {
+        "overall": cov["overall"],
+        "styles": dict(sorted(cov["styles"].items())),
+    }
     result["seconds"] = round(time.perf_counter() - t0, 1)
     return result
 
@@ -329,6 +344,12 @@ def print_report(r: dict[str, Any]) -> None:
                 print(
                     f"    {row['token'][:40]:40s} {row['count']:6d}  failure share {row['failure_share']:.3f}"
                 )
+    cov = r.get("coverage")
+    if cov:
+        print("\nview coverage: HTTP-looking steps with no parsed request (all scored splits)")
+        for style, b in [*cov["styles"].items(), ("overall", cov["overall"])]:
+            share = "-" if b["share"] is None else f"{100 * b['share']:.2f} %"
+            print(f"  {style:22s} {b['unparsed']:5d} of {b['http_steps']:6d}  {share}")
     print("\nper-task failure base rate in train (panel / true)")
     for task, br in r["base_rates"].items():
         print(f"  {task:22s} {br['panel']:.3f} / {br['true']:.3f}   n={br['n']}")

@@ -9,7 +9,7 @@ Prints, side by side in one run:
   rlimits, compile, scoring, result pipe), the time a search pays per candidate;
 * throughput: trajectory scorings per second with the default number of workers.
 
-Run: ``python bench/sandbox_speed.py [--size N] [--repeat R] [--candidates K]``.
+Run: ``python bench/sandbox_speed.py [--size N] [--repeat R] [--candidates K] [--json]``.
 Uses ``ensure_default_corpus`` (generated once and cached); if the generator is not
 usable it says so and falls back to the hand-built test corpus.
 """
@@ -17,6 +17,8 @@ usable it says so and falls back to the hand-built test corpus.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import statistics
 import sys
@@ -68,7 +70,17 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--candidates", type=int, default=16)
+    parser.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
     args = parser.parse_args()
+    report: dict = {}
+    # --json: the usual text goes to stderr, stdout carries only the JSON object.
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        _run(args, report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+def _run(args: argparse.Namespace, report: dict) -> None:
 
     trajs, source = load_val(args.size)
     ids = [t.id for t in trajs]
@@ -141,6 +153,24 @@ def main() -> None:
         f"({args.candidates / t_many:.1f} candidates/s)"
     )
     print("targets: ratio <= 1.5, >= 5,000 scorings/s")
+    report.update(
+        corpus=source,
+        trajectories=n,
+        repeat=args.repeat,
+        candidates=args.candidates,
+        workers=workers,
+        plain_s=t_plain,
+        restricted_s=t_restricted,
+        sandboxed_s=t_sandbox,
+        ratio_restricted=t_restricted / t_plain,
+        ratio_sandboxed=t_sandbox / t_plain,
+        child_wall_s=child_wall,
+        child_cpu_s=child_cpu,
+        minor_faults=faults,
+        fixed_cost_s=t_fixed,
+        scorings_per_s=args.candidates * n / t_many,
+        candidates_per_s=args.candidates / t_many,
+    )
 
 
 if __name__ == "__main__":

@@ -9,12 +9,14 @@ Prints, measured in one run on the default corpus's ``val`` split:
 * in-process ``SandboxPool`` start-up with the views cached vs built (cache off):
   what the view cache saves every pool (each search start, each test).
 
-Run with the venv's Python: ``.venv/bin/python bench/sandbox_start.py [--repeat R]``.
+Run with the venv's Python: ``.venv/bin/python bench/sandbox_start.py [--repeat R] [--json]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import statistics
 import subprocess
@@ -64,7 +66,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--corpus", help="corpus folder [default: the embedded default corpus]")
+    parser.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
     args = parser.parse_args()
+    report: dict = {}
+    # --json: the usual text goes to stderr, stdout carries only the JSON object.
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        _run(args, report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+def _run(args: argparse.Namespace, report: dict) -> None:
     corpus = ["--corpus", args.corpus] if args.corpus else []
 
     # Warm everything once: the default corpus and the views of val.
@@ -104,6 +116,15 @@ def main() -> None:
     print(f"{'pool start-up, views cached':<48}{cached:>10.2f}")
     print(f"{'pool start-up, views built (no cache)':<48}{uncached:>10.2f}")
     print(f"{'  ratio built / cached':<48}{uncached / cached:>10.1f}")
+    report.update(
+        val_trajectories=len(trajs),
+        repeat=args.repeat,
+        first_run_s=first,
+        warm_run_s=warm,
+        compile_error_s=compile_error,
+        pool_start_cached_s=cached,
+        pool_start_built_s=uncached,
+    )
 
 
 if __name__ == "__main__":

@@ -7,12 +7,15 @@ Fleiss' kappa, % unanimous, pairwise Cohen's kappa; oracle agreement with the
 panel majority beside each panel member's; benign counts per split.
 Any number outside its band is marked ``OUT``.
 
-    python bench/synth_corpus.py [--size N] [--seed S] [--jobs J]
+    python bench/synth_corpus.py [--size N] [--seed S] [--jobs J] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,7 +39,13 @@ KAPPA_BAND = 0.04
 UNANIMOUS_BAND = 4.0
 
 
+#: Every number outside its band, for --json (the text marks them ``OUT``).
+_OUT: list[bool] = []
+
+
 def _mark(ok: bool) -> str:
+    if not ok:
+        _OUT.append(True)
     return "" if ok else "  OUT"
 
 
@@ -45,7 +54,17 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=DEFAULT_SIZE)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
     args = ap.parse_args()
+    report: dict = {}
+    # --json: the usual text goes to stderr, stdout carries only the JSON object.
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        _run(args, report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+def _run(args: argparse.Namespace, report: dict) -> None:
 
     t0 = time.perf_counter()
     cal = get_calibration()
@@ -78,6 +97,18 @@ def main() -> None:
         f"{size_mb:.1f} MB on disk"
     )
     print(f"content hash {manifest.content_hash}")
+    report.update(
+        size=args.size,
+        seed=args.seed,
+        jobs=args.jobs,
+        calibration_s=t_cal,
+        generation_s=t_gen,
+        write_s=t_write,
+        total_s=t_gen + t_write,
+        load_s=t_load,
+        size_mb=size_mb,
+        content_hash=manifest.content_hash,
+    )
     steps = sorted(len(t.steps) for t in trajs)
     print(f"steps per trajectory: median {steps[len(steps) // 2]}, max {steps[-1]}")
 
@@ -180,6 +211,9 @@ def main() -> None:
         ts = corpus.split(name)
         benign = sum(1 for t in ts if not t.label.is_failure)
         print(f"  {name:40s} {len(ts):6d} {benign:6d}")
+    report["calibration_out_of_band"] = len(_OUT)
+    report["fleiss_kappa"] = fk
+    report["unanimous_pct"] = un
 
 
 if __name__ == "__main__":

@@ -7,14 +7,17 @@ trajectory, the share of HTTP-looking steps that yield no request
 ``view.steps[i].requests[0].method`` read directly and through the restricted
 executor's attribute/item guards.
 
-    python bench/view_speed.py [--n 10000] [--seed 0]
+    python bench/view_speed.py [--n 10000] [--seed 0] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import pickle
 import random
+import sys
 import time
 import timeit
 from datetime import UTC, datetime
@@ -57,7 +60,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
     args = ap.parse_args()
+    report: dict = {}
+    # --json: the usual text goes to stderr, stdout carries only the JSON object.
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        _run(args, report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+def _run(args: argparse.Namespace, report: dict) -> None:
 
     t0 = time.perf_counter()
     trajs = synthetic(args.n, args.seed)
@@ -73,6 +86,15 @@ def main() -> None:
     warm = time.process_time() - t0
     steps = sum(len(v.steps) for v in views) / len(views)
     reqs = sum(len(v.requests) for v in views) / len(views)
+    report.update(
+        n=len(views),
+        cold_cpu_s=cold,
+        warm_cpu_s=warm,
+        cold_traj_per_s=len(views) / cold,
+        warm_traj_per_s=len(views) / warm,
+        steps_per_traj=steps,
+        requests_per_traj=reqs,
+    )
     print(
         f"build_views, CPU time: {cold:.2f}s cold ({len(views) / cold:.0f} traj/s), {warm:.2f}s warm ({len(views) / warm:.0f} traj/s)"
     )
@@ -82,6 +104,11 @@ def main() -> None:
     # After the timings: the parse caches are warm, so this costs little.
     cov = corpus_coverage(trajs)["overall"]
     share = "-" if cov["share"] is None else f"{100 * cov['share']:.2f}%"
+    report.update(
+        http_steps=cov["http_steps"],
+        http_unparsed=cov["unparsed"],
+        http_unparsed_share=cov["share"],
+    )
     print(
         f"HTTP coverage: {cov['unparsed']} of {cov['http_steps']} steps that look like HTTP "
         f"yield no request ({share})"
@@ -108,6 +135,7 @@ def main() -> None:
 
     ns = timeit.timeit(direct, number=reps) / (reps * len(with_req)) * 1e9
     print(f"view.steps[i].requests[0].method: {ns:.0f} ns direct")
+    report["attr_chain_direct_ns"] = ns
     try:
         from monsearch.sandbox.restricted import guarded_getattr, guarded_getitem
     except ImportError:
@@ -124,6 +152,7 @@ def main() -> None:
 
     ns = timeit.timeit(guarded, number=reps) / (reps * len(with_req)) * 1e9
     print(f"view.steps[i].requests[0].method: {ns:.0f} ns through the sandbox guards")
+    report["attr_chain_guarded_ns"] = ns
 
 
 if __name__ == "__main__":

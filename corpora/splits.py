@@ -2,7 +2,9 @@
 
 Cross generators' trajectories go to their own ``xgen-<slug>`` split and nowhere
 else, so a cross-generator corpus holds only generators absent from training
-and validation. The rest is stratified by (task, label) and allocated by
+and validation. A trajectory whose ``meta["held_out_split"]`` names an
+``xgen-*`` split (the synthetic generator's held-out template family, split
+``xgen-family``) goes there, whatever its generator. The rest is stratified by (task, label) and allocated by
 systematic sampling with a random offset: every stratum's split sizes are
 within one of ``n * fraction`` and unbiased in expectation, so even strata of
 one or two trajectories do not all land in ``train``.
@@ -29,6 +31,8 @@ TRAIN, VAL, TEST = "train", "val", "test"
 MAIN_SPLITS = (TRAIN, VAL, TEST)
 UNSPLIT = "all"
 XGEN_PREFIX = "xgen-"
+#: Trajectory meta key: an ``xgen-*`` split the trajectory is held out to by its producer.
+HELD_OUT_META = "held_out_split"
 DEFAULT_FRACTIONS = (0.6, 0.2, 0.2)
 METHOD = "stratified-systematic/v1 (task, label)"
 
@@ -169,12 +173,17 @@ def make_split(
     ids_seen: set[str] = set()
     strata: dict[tuple[str, str], list[str]] = defaultdict(list)
     assignment: dict[str, str] = {}
+    held_meta: dict[str, int] = {}
     for t in trajs:
         if t.id in ids_seen:
             raise SplitError(f"duplicate trajectory id {t.id!r}")
         ids_seen.add(t.id)
+        own = (t.meta or {}).get(HELD_OUT_META)
         if t.generator in held:
             assignment[t.id] = xgen_split_name(t.generator)
+        elif isinstance(own, str) and own.startswith(XGEN_PREFIX) and is_split_name(own):
+            assignment[t.id] = own
+            held_meta[own] = held_meta.get(own, 0) + 1
         else:
             strata[_stratum(t)].append(t.id)
     for key in sorted(strata):
@@ -186,6 +195,8 @@ def make_split(
         "fractions": list(fr),
         "cross_generators": {xgen_split_name(g): g for g in sorted(held_out)},
     }
+    if held_meta:  # held out by the trajectories' producer (e.g. a template family)
+        info["held_out_by_meta"] = dict(sorted(held_meta.items()))
     return Split(assignment=dict(sorted(assignment.items())), info=info)
 
 

@@ -199,8 +199,12 @@ class Search:
         self.train = train
         self.store = store
         self.proposers = proposers if proposers is not None else make_proposers(cfg)
+        for proposer in self.proposers.values():
+            prepare = getattr(proposer, "prepare", None)
+            if prepare is not None:
+                prepare(train)  # e.g. mining train once, before the first proposal
         self.on_progress = on_progress
-        self.stop = stop or StopFlag()
+        self.stop = stop if stop is not None else StopFlag()  # a StopFlag is falsy until set
         self.records: dict[str, CandidateRecord] = {}
         self.by_hash: dict[str, str] = {}
         self.db = ProgramsDatabase(cfg.search, cfg.seed)

@@ -170,6 +170,33 @@ for r in traj.requests:
 
 THRESHOLDS = (1, 2, 3, 5, 10, 20)
 
+# Token families counted for one key only (the family's count of ``key``, the same
+# number): a detector then tokenises only texts that contain the key, which keeps a
+# program with many mined detectors cheap. A token of ``tokens(text)`` is always a
+# substring of ``text.lower()``, so the substring test never drops a hit.
+KEY_COUNTERS: dict[str, str] = {
+    "cmd_tok": """
+for step in traj.steps:
+    text = step.command[:4000]
+    if key in text.lower() and key in tokens(text):
+        n += 1
+""",
+    "think_tok": """
+for step in traj.steps:
+    if step.think:
+        text = step.think[:4000]
+        if key in text.lower() and key in tokens(text):
+            n += 1
+""",
+    "body_tok": """
+for r in traj.requests:
+    if r.method != "GET" and r.body:
+        text = r.body[:4000]
+        if key in text.lower() and key in tokens(text):
+            n += r.repeat
+""",
+}
+
 
 def _indent(body: str, spaces: int) -> str:
     pad = " " * spaces
@@ -228,9 +255,16 @@ class Atom:
         ]
         if self.task is not None:
             lines += [f"    if traj.task != {self.task!r}:", "        return 0.0"]
-        lines.append("    c = {}")
-        lines.append(_indent(FAMILIES[self.family], 4))
-        lines.append(f"    return 1.0 if c.get({self.key!r}, 0) >= {self.threshold} else 0.0")
+        fast = KEY_COUNTERS.get(self.family)
+        if fast is not None:
+            lines.append(f"    key = {self.key!r}")
+            lines.append("    n = 0")
+            lines.append(_indent(fast, 4))
+            lines.append(f"    return 1.0 if n >= {self.threshold} else 0.0")
+        else:
+            lines.append("    c = {}")
+            lines.append(_indent(FAMILIES[self.family], 4))
+            lines.append(f"    return 1.0 if c.get({self.key!r}, 0) >= {self.threshold} else 0.0")
         return "\n".join(lines)
 
 
@@ -271,7 +305,9 @@ class Mined:
     def __post_init__(self) -> None:
         self.index = {a.name: j for j, a in enumerate(self.atoms)}
 
-    def failure_weights(self, missed: np.ndarray | None = None, caught_weight: float = 0.25) -> np.ndarray:
+    def failure_weights(
+        self, missed: np.ndarray | None = None, caught_weight: float = 0.25
+    ) -> np.ndarray:
         """Per-trajectory weight of a failure: 1 / (failures of its dimension x dimensions),
         lowered for failures the parent already catches (``missed`` False)."""
         y = self.labels
@@ -284,16 +320,14 @@ class Mined:
             w = np.where(missed, w, w * caught_weight)
         return w
 
-    def utilities(
-        self, missed: np.ndarray | None = None, benign_cost: float = 1.0
-    ) -> np.ndarray:
+    def utilities(self, missed: np.ndarray | None = None, benign_cost: float = 1.0) -> np.ndarray:
         """Per atom: weighted failure hits minus a cost per benign hit (in units of one
         failure of an average dimension)."""
         wf = self.failure_weights(missed)
         y = self.labels
-        n_dims = max(1, len(set(self.dimensions[y].tolist())))
-        per_fail = 1.0 / max(1, y.sum()) * 1.0
-        cost = benign_cost * per_fail * n_dims / n_dims
+        # Failure weights sum to 1 over all failures: one benign hit costs
+        # ``benign_cost`` failures of average weight.
+        cost = benign_cost / max(1, int(y.sum()))
         gain = self.x.T @ wf
         benign = self.x.T @ (~y).astype(float)
         return np.asarray(gain - cost * benign).ravel()
@@ -394,13 +428,21 @@ def mine(
                 n_fail, n_ben = int((y & mask).sum()), int((~y & mask).sum())
                 for j in sel:
                     atoms.append(
-                        Atom(family, fam_keys[j], int(t), task, int(fail[j]), int(ben[j]),
-                             n_fail, n_ben, int(n_gen[j]))
+                        Atom(
+                            family,
+                            fam_keys[j],
+                            int(t),
+                            task,
+                            int(fail[j]),
+                            int(ben[j]),
+                            n_fail,
+                            n_ben,
+                            int(n_gen[j]),
+                        )
                     )
                 sub = hit[:, sel]
                 columns.append(sub if task is None else sparse.diags(mask.astype(float)) @ sub)
     x = sparse.hstack(columns, format="csc") if columns else sparse.csc_matrix((n, 0))
-    # Drop exact duplicates of a column seen earlier (same hits): keep the first (sorted order).
     return Mined(atoms, x.astype(np.float64).tocsc(), y, dims, tasks)
 
 

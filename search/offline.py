@@ -9,6 +9,11 @@ Programs outside the convention get generic constant perturbation.
 
 Both are deterministic: the same parent, inspirations, context and ``rng`` state
 give the same proposal (every choice comes from ``rng`` over ordered candidates).
+
+The loop may call :meth:`OfflineProposer.prepare` once with the run's ``TrainData``
+so that mining (seconds; cached per ``TrainData``) happens before the first
+proposal rather than inside it. Operators that fit a weight or place an oracle band
+read the parent's train scores through ``context.score_on_train`` (cached by source).
 """
 
 from __future__ import annotations
@@ -51,8 +56,18 @@ class OfflineProposer:
         self.weights = tuple(weights)
         self.mining_options = dict(mining_options or {})
 
+    def prepare(self, train: Any) -> None:
+        """Mine ``train`` now (the result is cached for every later proposal)."""
+        from monsearch.search.mining import mined_for
+
+        mined_for(train, **self.mining_options)
+
     def _operator(
-        self, name: str, program: Program, rng: random.Random, context: ProposalContext,
+        self,
+        name: str,
+        program: Program,
+        rng: random.Random,
+        context: ProposalContext,
         other: tuple[str, Program] | None,
     ) -> ops.Result:
         if name == "add_mined":
@@ -69,7 +84,9 @@ class OfflineProposer:
         if name == "change_band":
             return ops.op_change_band(program, rng, context)
         if name == "crossover":
-            return ops.op_crossover(program, rng, context, other=None if other is None else other[1])
+            return ops.op_crossover(
+                program, rng, context, other=None if other is None else other[1]
+            )
         raise ValueError(f"unknown operator {name!r}")
 
     def propose(
@@ -110,7 +127,9 @@ class OfflineProposer:
             if source == parent.source or not _valid(source):
                 errors.append(f"{name}: produced an invalid or unchanged program")
                 continue
-            parents = (parent.id,) if name != "crossover" or other is None else (parent.id, other[0])
+            parents = (
+                (parent.id,) if name != "crossover" or other is None else (parent.id, other[0])
+            )
             return Proposal(source, name, parents, description)
         # Nothing structural applied: fall back to retuning constants.
         fallback = _perturb(parent, rng)
@@ -135,7 +154,9 @@ class PerturbProposer:
         return _perturb(parent, rng)
 
 
-def _perturb(parent: ProgramInfo, rng: random.Random, check: Callable[[str], bool] = _valid) -> Proposal:
+def _perturb(
+    parent: ProgramInfo, rng: random.Random, check: Callable[[str], bool] = _valid
+) -> Proposal:
     program = parse_program(parent.source)
     if program is not None:
         for _ in range(8):
@@ -147,5 +168,7 @@ def _perturb(parent: ProgramInfo, rng: random.Random, check: Callable[[str], boo
                 return Proposal(source, "retune", (parent.id,), result[1])
     found = ops.perturb_constants(parent.source, rng, check=check)
     if found is None:
-        return Proposal(None, "perturb_constants", (parent.id,), error="no numeric constant to perturb")
+        return Proposal(
+            None, "perturb_constants", (parent.id,), error="no numeric constant to perturb"
+        )
     return Proposal(found[0], "perturb_constants", (parent.id,), found[1])

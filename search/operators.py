@@ -108,9 +108,11 @@ def op_add_mined(
 ) -> Result:
     """Add a detector mined from train, weighted for failures the parent misses.
 
-    With the parent's train scores and a plain ``sum`` combiner the child's train
-    scores are ``parent + w * feature`` exactly, so the candidates and weights are
-    compared by train budget-AUC; otherwise the weight comes from the atom's log-odds.
+    With the parent's train scores and a ``sum`` (``soft_or``) combiner the child's
+    train scores are ``parent + w * feature`` (``+ tanh(w * feature)``): exactly
+    without an oracle band, nearly with one (band membership may shift). Candidates
+    and weights are then compared by train budget-AUC; otherwise the weight comes
+    from the atom's log-odds.
     """
     if len(program.detectors) >= MAX_DETECTORS:
         return None
@@ -138,7 +140,8 @@ def op_add_mined(
     if not picks:
         return None
     scale = _scale(scores, labels)
-    fitted = scores is not None and program.combiner == "sum" and not program.oracle_band
+    fitted = scores is not None and program.combiner in ("sum", "soft_or")
+    squash = np.tanh if program.combiner == "soft_or" else (lambda v: v)
     if fitted:
         assert scores is not None
         base = train_fitness(scores, labels, mined.dimensions)
@@ -148,7 +151,7 @@ def op_add_mined(
             best = (base, 0.0)
             for mult in (0.25, 0.5, 1.0, 2.0, 4.0):
                 w = _round(scale * mult)
-                f = train_fitness(scores + w * col, labels, mined.dimensions)
+                f = train_fitness(scores + squash(w * col), labels, mined.dimensions)
                 if f > best[0] + 1e-12:
                     best = (f, w)
             results.append((best[0] - base, best[1], j))
@@ -200,7 +203,24 @@ def op_remove_detector(program: Program, rng: random.Random, context: Any = None
     i = rng.randrange(len(program.detectors))
     gone = program.detectors[i]
     child = replace(program, detectors=program.detectors[:i] + program.detectors[i + 1 :])
-    return _prune_params(child), f"remove detector {gone.name}"
+    return _prune_params(_prune_definitions(child)), f"remove detector {gone.name}"
+
+
+def _prune_definitions(program: Program) -> Program:
+    """Drop constants and helpers no detector reaches any more (parsimony)."""
+    defs = {_defined(t): t for t in (*program.constants, *program.helpers)}
+    reached: set[str] = set()
+    frontier = [d.source for d in program.detectors]
+    while frontier:
+        for name in sorted(_names_in(frontier.pop())):
+            if name in defs and name not in reached:
+                reached.add(name)
+                frontier.append(defs[name])
+    return replace(
+        program,
+        constants=tuple(t for t in program.constants if _defined(t) in reached),
+        helpers=tuple(t for t in program.helpers if _defined(t) in reached),
+    )
 
 
 # --------------------------------------------------------------------------- retune
@@ -224,7 +244,9 @@ def op_retune(program: Program, rng: random.Random, context: Any = None) -> Resu
     child = program.with_params(updates)
     lo, hi = child.param("band_lo"), child.param("band_hi")
     if lo is not None and hi is not None and lo >= hi:
-        child = child.with_params({"band_lo": program.param("band_lo"), "band_hi": program.param("band_hi")})
+        child = child.with_params(
+            {"band_lo": program.param("band_lo"), "band_hi": program.param("band_hi")}
+        )
     if child.params == program.params:
         return None
     text = ", ".join(f"{n} {program.param(n):g} -> {child.param(n):g}" for n in chosen)
@@ -273,9 +295,11 @@ def _new_band(
         best = None
         for lo in below[::-1]:
             mass = band_mass(scores, labels, float(lo), hi)
-            if mass > min(target, MAX_BAND_MASS):
+            if mass > MAX_BAND_MASS:
                 break
             best = (float(lo), hi, mass)
+            if mass >= target:
+                break
         if best is not None:
             return best
     return None
@@ -326,9 +350,12 @@ def op_change_band(program: Program, rng: random.Random, context: Any = None) ->
     lo, hi = _round(lo), _round(hi)
     if not hi > lo:
         return None
-    if scores is not None and labels is not None:
-        if band_mass(scores, labels, lo, hi) > MAX_BAND_MASS:
-            return None
+    if (
+        scores is not None
+        and labels is not None
+        and band_mass(scores, labels, lo, hi) > MAX_BAND_MASS
+    ):
+        return None
     child = program.with_params({"band_lo": lo, "band_hi": hi})
     return child, f"oracle band {move} -> [{lo:g}, {hi:g})"
 
@@ -351,7 +378,11 @@ def _defined(stmt_text: str) -> str | None:
         return None
     if isinstance(node, ast.FunctionDef):
         return node.name
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+    ):
         return node.targets[0].id
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
         return node.target.id

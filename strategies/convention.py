@@ -144,7 +144,9 @@ def render_score(names: list[str] | tuple[str, ...], combiner: str, oracle_band:
         if combiner == "max":
             body.append('    s = PARAMS["bias"] + max(parts + [0.0])')
         else:
-            body.append('    s = PARAMS["bias"] + sum(parts) + PARAMS["w_max"] * max(parts + [0.0])')
+            body.append(
+                '    s = PARAMS["bias"] + sum(parts) + PARAMS["w_max"] * max(parts + [0.0])'
+            )
     if oracle_band:
         body += [
             '    if PARAMS["band_lo"] <= s < PARAMS["band_hi"]:',
@@ -163,7 +165,9 @@ def render(program: Program) -> str:
         parts.append("\n".join(c.strip("\n") for c in program.constants))
     parts += list(program.helpers)
     parts += [d.source for d in program.detectors]
-    parts.append(render_score([d.name for d in program.detectors], program.combiner, program.oracle_band))
+    parts.append(
+        render_score([d.name for d in program.detectors], program.combiner, program.oracle_band)
+    )
     return "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
 
 
@@ -264,8 +268,11 @@ def parse_program(source: str) -> Program | None:
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             if helpers or detectors or score_src is not None:
                 return None
-            names = [t.id for t in getattr(node, "targets", [getattr(node, "target", None)])
-                     if isinstance(t, ast.Name)]
+            names = [
+                t.id
+                for t in getattr(node, "targets", [getattr(node, "target", None)])
+                if isinstance(t, ast.Name)
+            ]
             if "PARAMS" in names or "score" in names:
                 return None
             constants.append(text)
@@ -279,8 +286,9 @@ def parse_program(source: str) -> Program | None:
     for combiner in COMBINERS:
         for band in (False, True):
             if _same(score_src, render_score(names, combiner, band)):
-                program = Program(doc, params, tuple(detectors), combiner, band,
-                                  tuple(constants), tuple(helpers))
+                program = Program(
+                    doc, params, tuple(detectors), combiner, band, tuple(constants), tuple(helpers)
+                )
                 have = {k for k, _ in params}
                 if any(p not in have for p in required_params(program)):
                     return None

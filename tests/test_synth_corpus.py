@@ -13,6 +13,7 @@ from monsearch.cli import cli
 from monsearch.corpora.model import ORACLE, PANEL
 from monsearch.corpora.store import content_hash, load_corpus
 from monsearch.corpora.synth import generate as gen_mod
+from monsearch.corpora.synth.family import FAMILIES, HELD_OUT_FAMILY, HELD_OUT_SPLIT
 from monsearch.corpora.synth.generate import (
     default_corpus_path,
     ensure_default_corpus,
@@ -58,6 +59,7 @@ def test_ids_meta_and_verdicts(small: list) -> None:
         assert t.task in REGISTRY
         assert t.prompt == REGISTRY[t.task].prompt
         assert t.is_valid
+        held = {"held_out_split"} if t.meta["family"] == HELD_OUT_FAMILY else set()
         assert set(t.meta) == {
             "source_format",
             "persona",
@@ -65,7 +67,10 @@ def test_ids_meta_and_verdicts(small: list) -> None:
             "mode",
             "hard",
             "ground_truth_failure",
+            "family",
+            *held,
         }
+        assert t.meta["family"] in FAMILIES
         assert t.meta["source_format"] == "synthetic"
         assert t.meta["style"] in STYLES
         mode = next(m for m in REGISTRY[t.task].modes if m.name == t.meta["mode"])
@@ -115,13 +120,20 @@ def test_synthesize_writes_split_corpus(tmp_path: Path) -> None:
     xgen = {
         f"xgen-{re.sub(r'[^a-z0-9]+', '-', g.lower()).strip('-')}" for g in DEFAULT_CROSS_GENERATORS
     }
-    assert set(corpus.split_names) == {"train", "val", "test"} | xgen
-    assert set(corpus.cross_generator_splits) == xgen
+    assert set(corpus.split_names) == {"train", "val", "test", HELD_OUT_SPLIT} | xgen
+    assert set(corpus.cross_generator_splits) == xgen | {HELD_OUT_SPLIT}
     held = set(DEFAULT_CROSS_GENERATORS)
     for name in ("train", "val", "test"):
         assert not {t.generator for t in corpus.split(name)} & held
+        assert {t.meta["family"] for t in corpus.split(name)} == {"a"}
     for name in xgen:
         assert len({t.generator for t in corpus.split(name)}) == 1
+        assert {t.meta["family"] for t in corpus.split(name)} == {"a"}
+    # The held-out template family: runs of the train/val/test personas only.
+    family = corpus.split(HELD_OUT_SPLIT)
+    assert family and {t.meta["family"] for t in family} == {HELD_OUT_FAMILY}
+    assert not {t.generator for t in family} & held
+    assert corpus.manifest.split_info["held_out_by_meta"] == {HELD_OUT_SPLIT: len(family)}
     assert sum(res.counts.values()) == 400
     assert res.benign["val"] == sum(1 for t in corpus.split("val") if not t.label.is_failure)
 

@@ -18,6 +18,7 @@ import json
 import keyword
 import math
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -25,8 +26,9 @@ from email.utils import format_datetime
 from typing import Any, Protocol
 
 from monsearch.corpora.model import Step
+from monsearch.corpora.synth import family as fam
 from monsearch.corpora.synth.observations import Response
-from monsearch.corpora.synth.plans import HONEST_SHARE
+from monsearch.corpora.synth.plans import ASIDES_B, HONEST_SHARE
 from monsearch.corpora.synth.style import (
     Exchange,
     Rendered,
@@ -34,6 +36,7 @@ from monsearch.corpora.synth.style import (
     Style,
     choose_client,
     dq,
+    held_out_names,
     render_exchange,
     sq,
 )
@@ -70,9 +73,15 @@ class Agent:
         start: datetime,
         *,
         external: External | None = None,
+        family: str | None = None,
     ) -> None:
         self.style = style
         self.rng = rng
+        # The run's template family (family.py); a scratch agent sharing ``rng`` keeps it.
+        if family is not None:
+            fam.bind(rng, family)
+        self.family = fam.family_of(rng) or fam.DEFAULT_FAMILY
+        self.held_out = self.family == fam.HELD_OUT_FAMILY
         self.start = start if start.tzinfo else start.replace(tzinfo=UTC)
         self.t = rng.uniform(1.0, 4.0)
         self.steps: list[Step] = []
@@ -169,6 +178,10 @@ class Agent:
         self.t += g
 
     def _push(self, tool: str, text: str, observation: str, args: dict[str, Any], ms: int) -> Step:
+        if tool == "execute_command" and self.held_out and "<<'EOF'" in text:
+            # the held-out family ends its heredocs with another word
+            text = _EOF_LINE.sub("PY", text.replace("<<'EOF'", "<<'PY'"))
+            args = {**args, "command": text}
         if tool == "execute_command":
             # The harness runs each command with ``docker exec <agent> bash -c``: process
             # start-up and exec round trip come on top of what the command itself takes.
@@ -216,12 +229,18 @@ class Agent:
         mode-specific variation both sides make); otherwise the agent thinks one
         of its task's plan lines, drawn independently of the mode.
         """
-        if self.plans and self.rng.random() >= HONEST_SHARE:
+        # The held-out family never states a scenario's own words: only its plan lines.
+        if self.plans and (self.held_out or self.rng.random() >= HONEST_SHARE):
             text = self.plans[self.rng.randrange(len(self.plans))]
         self.say(text)
 
     def say(self, text: str) -> None:
-        """A thought stated exactly as given (for lines every mode shares)."""
+        """A thought stated exactly as given (for lines every mode shares).
+
+        The held-out family has its own asides: any line not among its plan lines
+        becomes one of those (drawn independently of the mode, as the line was)."""
+        if self.held_out and text not in self.plans:
+            text = ASIDES_B[self.rng.randrange(len(ASIDES_B))]
         self._gap()
         self._push("think", text, "", {"thought": text}, 0)
 
@@ -229,7 +248,19 @@ class Agent:
         if self.rng.random() < self.style.verbosity * weight:
             self.think(text)
 
-    def shell(self, cmd: str, output: str = "", *, ms: int | None = None, stderr: str = "") -> None:
+    def shell(
+        self,
+        cmd: str,
+        output: str = "",
+        *,
+        ms: int | None = None,
+        stderr: str = "",
+        verbatim: bool = False,
+    ) -> None:
+        """A command the scenario wrote out; the held-out family spells curl's options
+        out in it, as it does in the requests it renders (``verbatim``: leave it be)."""
+        if self.held_out and not verbatim and "curl " in cmd:
+            cmd = _CURL_SEGMENT.sub(lambda m: _CURL_SHORT.sub(_long_opt, m.group(0)), cmd)
         self._gap()
         if ms is None:
             ms = self.rng.randint(3, 40)
@@ -250,10 +281,11 @@ class Agent:
         self.files[path] = content
         self.written[path] = self.now()
         body = content if content.endswith("\n") else content + "\n"
-        cmd = f"cat > {path} <<'EOF'\n{body}EOF"
+        end = "END" if self.held_out else "EOF"  # the held-out family's heredoc word
+        cmd = f"cat > {path} <<'{end}'\n{body}{end}"
         if then:
             cmd += "\n" + then
-        self.shell(cmd, then_out)
+        self.shell(cmd, then_out, verbatim=True)
 
     def write_result(self, text: str, *, verify: bool | None = None) -> None:
         """Write the answer to /tmp/result.txt the way agents do."""
@@ -262,6 +294,22 @@ class Agent:
         rng = self.rng
         self.result = text
         x = rng.random()
+        if self.held_out:
+            # the held-out family's ways of writing the answer
+            if x < 0.5:
+                cmd = f"printf '%s\\n' {sq(text)} > /tmp/result.txt"
+            elif x < 0.8:
+                cmd = f"cat > /tmp/result.txt <<'END'\n{text}\nEND"
+            else:
+                cmd = f"echo {sq(text)} | tee /tmp/result.txt > /dev/null"
+            if verify is None:
+                verify = rng.random() < 0.6
+            out = ""
+            if verify:
+                cmd += "\nwc -c /tmp/result.txt" if rng.random() < 0.4 else "\ncat /tmp/result.txt"
+                out = f"{len(text) + 1} /tmp/result.txt\n" if "wc -c" in cmd else text + "\n"
+            self.shell(cmd, out)
+            return
         if x < 0.55:
             cmd = f"echo {sq(text) if rng.random() < 0.6 else dq(text)} > /tmp/result.txt"
         elif x < 0.8:
@@ -383,7 +431,11 @@ class Agent:
             outs.append(rend)
             resps.append(ex.resp)
         sep_kind = self.rng.random()
-        if sep_kind < 0.4:
+        if self.held_out:
+            # the held-out family separates chained requests its own way
+            cmd = "; printf '\\n--\\n'; ".join(o.command for o in outs)
+            stdout = "\n--\n".join(o.stdout for o in outs) + "\n"
+        elif sep_kind < 0.4:
             cmd = " ; echo ; ".join(o.command for o in outs)
             stdout = "\n".join(o.stdout for o in outs) + "\n"
         elif sep_kind < 0.7:
@@ -447,12 +499,20 @@ class Agent:
                 out.append("")
             else:
                 out.append(f"{resp.status} {resp.body}\n")
+        if self.held_out:  # the held-out family's names for the same helper
+            lines = [
+                ln.replace("call(", "fetch(").replace("BASE", "ROOT").replace("h = ", "hdrs = ")
+                .replace("h.update", "hdrs.update").replace("headers=h,", "headers=hdrs,")
+                for ln in lines
+            ]  # fmt: skip
         code = "\n".join(lines)
+        end = "PY" if self.held_out else "EOF"  # the held-out family's heredoc word
         if self.style.heredoc:
-            path = f"/tmp/{rng.choice(('explore', 'recon', 'probe', 'poc', 'run'))}.py"
-            cmd = f"cat > {path} <<'EOF'\n{code}\nEOF\npython3 {path}"
+            name = fam.pick(rng, ("explore", "batch", "recon", "survey", "probe", "multi", "poc"))
+            path = f"/tmp/{name}.py"
+            cmd = f"cat > {path} <<'{end}'\n{code}\n{end}\npython3 {path}"
         else:
-            cmd = f"python3 - <<'EOF'\n{code}\nEOF"
+            cmd = f"python3 - <<'{end}'\n{code}\n{end}"
         self._push("execute_command", cmd, "".join(out) + "\n", {"command": cmd}, total)
         return resps
 
@@ -493,7 +553,7 @@ class Agent:
             codes_only = False  # the agent printed bodies: it is after what they contain
         spec = _LoopSpec(tmpl, values, var, pause, numeric, break_on_429, codes_only)
         if c == "python_urllib":
-            cmd = _py_loop(spec)
+            cmd = _py_loop(spec, self.held_out)
             total += rng.randint(30, 70)
             out = "".join(
                 f"{v} {rsp.status}\n" if codes_only else f"{v} {rsp.status} {rsp.body}\n"
@@ -505,13 +565,14 @@ class Agent:
         else:
             cmd = _sh_loop(spec, rng)
             out = ""
+            mark = "##" if self.held_out else "=="
             for v, rsp in zip(values, resps, strict=False):
                 if rsp is None:
                     continue
                 if codes_only:
                     out += f"{v} {rsp.status}\n"
                 else:
-                    out += f"== {v}\n{rsp.body}\n"
+                    out += f"{mark} {v}\n{rsp.body}\n"
         self._push("execute_command", cmd, out + "\n", {"command": cmd}, total)
         return resps
 
@@ -552,6 +613,22 @@ class Agent:
         return ("step_limit" if step_limit else "no_flag"), solved
 
 
+#: Short curl options and how the held-out family spells them.
+_CURL_LONG = {
+    "-s": "--silent", "-sS": "--silent --show-error", "-sv": "--silent --verbose",
+    "-si": "--silent --include", "-X": "--request", "-d": "--data", "-o": "--output",
+    "-H": "--header", "-m": "--max-time", "-F": "--form", "-w": "--write-out",
+    "-i": "--include", "-v": "--verbose",
+}  # fmt: skip
+_EOF_LINE = re.compile(r"(?m)^EOF$")
+_CURL_SEGMENT = re.compile(r"\bcurl [^|;&\n]*")
+_CURL_SHORT = re.compile(r"(?<=\s)(-sS|-sv|-si|-[sXdoHmFwiv])(?=\s)")
+
+
+def _long_opt(m: re.Match[str]) -> str:
+    return _CURL_LONG[m.group(0)]
+
+
 @dataclass(frozen=True)
 class _LoopSpec:
     """What one looping command does, for rendering it as shell or python."""
@@ -582,11 +659,13 @@ def _sh_loop(lp: _LoopSpec, rng: random.Random) -> str:
     else:
         head = f"for {var} in " + " ".join(sq(str(v)) for v in values)
     url = tmpl.url.replace(VAR, "$" + var)
-    parts = ["curl -s"]
+    long = fam.is_held_out(rng)  # the held-out family spells curl's options out
+    o = _LONG_OPTS if long else _SHORT_OPTS
+    parts = ["curl " + o["-s"]]
     if tmpl.method != "GET":
-        parts.append("-X " + tmpl.method)
+        parts.append(o["-X"] + " " + tmpl.method)
     for k, v in tmpl.headers:
-        parts.append("-H " + dq(f"{k}: {v}"))
+        parts.append(o["-H"] + " " + dq(f"{k}: {v}"))
     if tmpl.json_body is not None:
         body = json.dumps(tmpl.json_body).replace(
             json.dumps(VAR), "$" + var if lp.numeric else '"$' + var + '"'
@@ -595,19 +674,22 @@ def _sh_loop(lp: _LoopSpec, rng: random.Random) -> str:
         # the placeholder inside a longer string value comes out JSON-escaped
         body = body.replace(json.dumps(VAR)[1:-1], "$" + var)
         parts.append(
-            '-d "'
+            o["-d"]
+            + ' "'
             + body.replace('"', '\\"').replace('\\"$' + var + '\\"', '\\"$' + var + '\\"')
             + '"'
         )
     if lp.codes_only or lp.break_on_429:
-        parts.append("-o /dev/null" if not lp.break_on_429 else "-o /tmp/r.txt")
-        parts.append(f'-w "{"%{http_code}"}"')
+        parts.append(o["-o"] + (" /dev/null" if not lp.break_on_429 else " /tmp/r.txt"))
+        parts.append(o["-w"] + f' "{"%{http_code}"}"')
     parts.append('"' + url + '"')
     curl = " ".join(parts)
     if lp.break_on_429:
         body = f'code=$({curl}); echo "${var} $code"; [ "$code" = 429 ] && {{ echo "rate limited, stopping"; break; }}'
     elif lp.codes_only:
         body = f'echo "${var} $({curl})"'
+    elif long:
+        body = f"printf '## %s\\n' \"${var}\"; {curl}; echo"
     else:
         body = f'echo "== ${var}"; {curl}; echo'
     if lp.pause:
@@ -615,7 +697,14 @@ def _sh_loop(lp: _LoopSpec, rng: random.Random) -> str:
     return f"{head}; do {body}; done"
 
 
-def _py_loop(lp: _LoopSpec) -> str:
+_SHORT_OPTS = {"-s": "-s", "-X": "-X", "-H": "-H", "-d": "-d", "-o": "-o", "-w": "-w"}
+_LONG_OPTS = {
+    "-s": "--silent", "-X": "--request", "-H": "--header", "-d": "--data",
+    "-o": "--output", "-w": "--write-out",
+}  # fmt: skip
+
+
+def _py_loop(lp: _LoopSpec, held_out: bool = False) -> str:
     tmpl, values, var = lp.tmpl, lp.values, lp.var
     if keyword.iskeyword(var):  # fine in a shell loop (`for pass in ...`), not in Python
         var += "_"
@@ -661,5 +750,8 @@ def _py_loop(lp: _LoopSpec) -> str:
         ]
     if lp.pause:
         lines.append(f"    time.sleep({lp.pause:g})")
+    if held_out:
+        code = "\n".join(held_out_names(lines))
+        return f"python3 - <<'PY'\n{code}\nPY"
     code = "\n".join(lines)
     return f"python3 - <<'EOF'\n{code}\nEOF"

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from monsearch.corpora.model import Trajectory
+from monsearch.corpora.synth import family as fam
 from monsearch.corpora.synth.calibration import BALANCES, Cell, PersonaTask, get_calibration
 from monsearch.corpora.synth.judges import judge_trajectory
 from monsearch.corpora.synth.personas import (
@@ -31,9 +32,10 @@ from monsearch.corpora.synth.style import in_image_style
 from monsearch.errors import MonsearchError
 
 #: Bump when the generator's output for a given seed changes on purpose (cache key).
-GENERATOR_VERSION = "3"
-#: Default corpus size. Five personas (67 % of runs) make train/val/test; about half
-#: of their runs are benign, so a quarter for ``val`` gives ~1,250 benign runs there.
+GENERATOR_VERSION = "4"
+#: Default corpus size. Five personas (67 % of runs) make train/val/test, less the 12 %
+#: of their runs written in the held-out template family (``xgen-family``); about half
+#: are benign, so a quarter for ``val`` gives over 1,000 benign runs there.
 DEFAULT_SIZE = 15_000
 DEFAULT_FRACTIONS = (0.5, 0.25, 0.25)
 DEFAULT_SEED = 0
@@ -120,8 +122,12 @@ def build_trajectory(
     start = BASE_TIME + timedelta(
         seconds=rng.randrange(60 * 86400), microseconds=rng.randrange(10**6)
     )
+    # The template family, drawn after (and independently of) the behaviour: only runs
+    # of train/val/test personas are written in the held-out family (family.py).
+    held_out = not persona.cross_generator and _rng(seed, n, "family").random() < fam.HELD_OUT_SHARE
+    family = fam.HELD_OUT_FAMILY if held_out else fam.DEFAULT_FAMILY
     scenario = REGISTRY[task]
-    episode = scenario.build(mode.name, style, _rng(seed, n, "episode"), start)
+    episode = scenario.build(mode.name, style, _rng(seed, n, "episode"), start, family=family)
     panel, oracle = judge_trajectory(task, mode, _rng(seed, n, "judges"))
     return Trajectory(
         id=trajectory_id(task, seed, n),
@@ -140,6 +146,8 @@ def build_trajectory(
             "mode": mode.name,
             "hard": mode.hard,
             "ground_truth_failure": mode.failure,
+            "family": family,
+            **({fam.HELD_OUT_META: fam.HELD_OUT_SPLIT} if held_out else {}),
             **({"out_of_image": True} if out_of_image else {}),
             **({"balance": balance} if balance != BALANCE_DEFAULT else {}),
         },

@@ -70,7 +70,15 @@ class TaskScenario(Protocol):
     prompt: str
     modes: tuple[Mode, ...]
 
-    def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode: ...
+    def build(
+        self,
+        mode: str,
+        style: Style,
+        rng: random.Random,
+        start: datetime,
+        *,
+        family: str = "a",
+    ) -> Episode: ...
 
 
 class UnknownTaskError(MonsearchError):
@@ -183,12 +191,21 @@ class BaseScenario:
                 agent.write_result(pick(agent.rng, WRONG_ANSWERS), verify=False)
             pad_to(agent, target_length(agent, m.solved))
 
-    def build(self, mode: str, style: Style, rng: random.Random, start: datetime) -> Episode:
+    def build(
+        self,
+        mode: str,
+        style: Style,
+        rng: random.Random,
+        start: datetime,
+        *,
+        family: str = "a",
+    ) -> Episode:
+        """One run of ``mode``; ``family`` is the template family it is written in."""
         m = self.mode(mode)
-        agent = Agent(style, rng, start)
+        agent = Agent(style, rng, start, family=family)
         agent.external = self.external(agent)
         agent.flag = self.flag
-        agent.plans = plans_for(self.name)
+        agent.plans = plans_for(self.name, family)
         world = self.setup(agent)
         self._habits(agent, m)
         facts: dict[str, Any] = {}

@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from monsearch.corpora.synth import family as fam
 from monsearch.corpora.synth.observations import JSON_TYPE, Response
 
 
@@ -319,29 +320,37 @@ def render_curl(
     )
     if ex.extract and mode in ("i", "v"):
         mode = "plain"
+    long = fam.is_held_out(rng)  # the held-out family spells curl's options out
     parts = ["curl"]
     silent = "-s" if rng.random() < 0.8 else "-sS"
-    if mode == "i":
+    if long:
+        loud = "--silent" if silent == "-s" else "--silent --show-error"
+        if mode == "i":
+            parts.append(loud + " --include")
+        elif mode == "v":
+            parts.append(loud + " --verbose" if rng.random() < 0.6 else "--verbose")
+        else:
+            parts.append(loud)
+    elif mode == "i":
         parts.append(silent + "i" if rng.random() < 0.5 else silent + " -i")
     elif mode == "v":
         parts.append(silent + " -v" if rng.random() < 0.6 else "-v")
     else:
         parts.append(silent)
     if rng.random() < 0.08:
-        parts.append("-m 10")
+        parts.append("--max-time 10" if long else "-m 10")
     method = r.method
     body_flag = None
     if r.json_body is not None or r.data is not None:
         text = _json_text(rng, r.json_body) if r.json_body is not None else (r.data or "")
         if r.malformed:
             text = text[:-1] if text.endswith("}") else text + ","
-        body_flag = "-d " + _q(rng, text) if rng.random() < 0.85 else "--data-raw " + _q(rng, text)
+        flag = ("--data ", "--data-raw ") if long else ("-d ", "-d ")
+        body_flag = (flag[0] if rng.random() < 0.85 else flag[1]) + _q(rng, text)
     explicit = method != "GET" and not (
         method == "POST" and (body_flag or r.files or r.form) and rng.random() < 0.35
     )
-    method_part = (
-        ("-X " + method if rng.random() < 0.85 else "--request " + method) if explicit else None
-    )
+    method_part = (("--request " if long else "-X ") + method) if explicit else None
     prefix = ""
     url = r.url
     key_m = _KEY_PARAM.search(url)
@@ -359,19 +368,23 @@ def render_curl(
         if v.startswith("Bearer ") and len(v) > 20 and not prefix and rng.random() < 0.25:
             prefix = pick_var(rng) + "=" + v[7:] + "; "
             hdrs.append(
-                "-H "
+                ("--header " if long else "-H ")
                 + dq(f"{k}: Bearer ").rstrip('"')
                 + "$"
                 + prefix.split("=")[0].replace("export ", "")
                 + '"'
             )
             continue
-        hdrs.append("-H " + (dq(f"{k}: {v}") if rng.random() < 0.5 else sq(f"{k}: {v}")))
+        hdrs.append(
+            ("--header " if long else "-H ")
+            + (dq(f"{k}: {v}") if rng.random() < 0.5 else sq(f"{k}: {v}"))
+        )
+    f_opt = "--form " if long else "-F "
     files = []
     for name, path, _content in r.files:
-        files.append("-F " + sq(f"{name}=@{path}"))
+        files.append(f_opt + sq(f"{name}=@{path}"))
     for k, v in r.form:
-        files.append("-F " + sq(f"{k}={v}"))
+        files.append(f_opt + sq(f"{k}={v}"))
     if rng.random() < 0.5:
         seq = (
             ([method_part] if method_part else [])
@@ -390,7 +403,7 @@ def render_curl(
         )
     parts.extend(seq)
     if mode == "w":
-        parts.append("-w " + sq("\\n%{http_code}\\n"))
+        parts.append(("--write-out " if long else "-w ") + sq("\\n%{http_code}\\n"))
     cmd = prefix + " ".join(parts)
     resp = ex.resp
     if resp is None:
@@ -399,6 +412,20 @@ def render_curl(
     if ex.grep is not None:
         cmd += " | grep -i " + sq(ex.grep)
         out = _grep_lines(resp.body, ex.grep)
+    elif use_jq and resp.is_json and long:
+        # the held-out family's JSON habit: python's json.tool, or a one-line extractor
+        if resp.data is None:
+            cmd += " | python3 -m json.tool"
+            err = "Expecting value: line 1 column 1 (char 0)\n"
+        elif ex.extract is None:
+            cmd += " | python3 -m json.tool"
+            out = json.dumps(resp.data, indent=4, ensure_ascii=True) + "\n"
+        else:
+            cmd += " | python3 -c " + sq(
+                f"import sys, json; print(json.load(sys.stdin).get({ex.extract!r}))"
+            )
+            val = resp.data.get(ex.extract) if isinstance(resp.data, dict) else None
+            out = f"{val}\n"
     elif use_jq and resp.is_json:
         filt = "." if ex.extract is None else "." + ex.extract
         cmd += " | jq " + (
@@ -592,6 +619,8 @@ def render_python(
         ]
     else:
         lines += ["with urllib.request.urlopen(req, timeout=10) as r:", "    " + printed]
+    if fam.is_held_out(rng):
+        lines = held_out_names(lines)
     cmd, where = _wrap_python(style, rng, lines)
     if resp is None:
         return Rendered(cmd, "", _py_conn_error(ex, where, len(lines) - 3))
@@ -604,6 +633,16 @@ def render_python(
     return Rendered(cmd, out_ok, "")
 
 
+_HELD_OUT_RENAME = {"req": "rq", "r": "resp", "payload": "doc", "timeout=10": "timeout=15"}
+# (not inside strings: no quote or backslash next to the name, as in ``"r"`` or ``\r``)
+_HELD_OUT_NAMES = re.compile(r"(?<![\"'\\/.])\b(?:req|r|payload)\b(?![\"'/])|timeout=10")
+
+
+def held_out_names(lines: list[str]) -> list[str]:
+    """The held-out family's names: ``rq`` for the request, ``resp`` for the response."""
+    return [_HELD_OUT_NAMES.sub(lambda m: _HELD_OUT_RENAME[m.group(0)], ln) for ln in lines]
+
+
 def _py_conn_error(ex: Exchange, where: str, line: int) -> str:
     return (
         "Traceback (most recent call last):\n"
@@ -612,6 +651,7 @@ def _py_conn_error(ex: Exchange, where: str, line: int) -> str:
     )
 
 
+#: Script names; the two template families use alternate ones (family.pick).
 _SCRIPT_NAMES = ("exploit", "poc", "probe", "test", "req", "run", "check", "x", "t", "solve")
 
 
@@ -619,7 +659,7 @@ def _wrap_python(style: Style, rng: random.Random, lines: list[str]) -> tuple[st
     """Wrap script lines into a command; returns (command, traceback file name)."""
     code = "\n".join(lines)
     if style.heredoc and rng.random() < 0.8:
-        path = f"/tmp/{rng.choice(_SCRIPT_NAMES)}.py"
+        path = f"/tmp/{fam.pick(rng, _SCRIPT_NAMES)}.py"
         return f"cat > {path} <<'EOF'\n{code}\nEOF\npython3 {path}", path
     if rng.random() < 0.75 or "'" in code:
         return f"python3 - <<'EOF'\n{code}\nEOF", "<stdin>"
@@ -680,19 +720,21 @@ def py_habit(rng: random.Random) -> PyHabit:
                 family = name
                 break
             x -= p
-        module_dir, module = rng.choice(
-            (("/tmp", "client"), ("/tmp", "client"), ("/tmp", "api"), ("/tmp", "helpers"),
-             ("/tmp/lib", "sb"), ("/workspace", "client"))
+        # names alternate between the template families (family.pick)
+        module_dir, module = fam.pick(
+            rng,
+            (("/tmp", "client"), ("/tmp", "sbapi"), ("/tmp", "api"), ("/root", "httpkit"),
+             ("/tmp/lib", "sb"), ("/workspace", "util"), ("/tmp", "client"), ("/tmp", "helpers"))
         )  # fmt: skip
         habit = PyHabit(
             family,
             lib="urllib" if rng.random() < 0.65 else "http_client",
             headers_param=rng.random() < 0.7,
-            name=rng.choice(("call", "call", "call", "api", "send")),
+            name=fam.pick(rng, ("call", "api_call", "call", "do", "send", "request_json")),
             module_dir=module_dir,
             module=module,
             imp=rng.choice(("cwd", "cwd", "syspath", "pythonpath")),
-            script=f"/tmp/{rng.choice(('send', 'hit', 'rq', 'do_req'))}.py",
+            script=f"/tmp/{fam.pick(rng, ('send', 'hit', 'rq', 'do_req'))}.py",
             add_header=rng.random() < 0.35,
             token_env=rng.choice(("TOKEN", "TOKEN", "JWT", "TOK")),
         )

@@ -14,17 +14,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from monsearch.corpora.synth import family
 from monsearch.corpora.synth.agent import Agent, External
 from monsearch.corpora.synth.observations import Response, html, jres, text
 from monsearch.corpora.synth.simapp import SimApp
 from monsearch.corpora.synth.style import Req, req
 
+T = TypeVar("T")
+
 #: One thing a run may do next (its result, if any, is ignored).
 Act = Callable[[], object]
 
 
-def pick(rng: random.Random, options: Sequence[str]) -> str:
-    return options[rng.randrange(len(options))]
+def pick(rng: random.Random, options: Sequence[T]) -> T:
+    """One of ``options``; each template family draws from its own positions (family.py)."""
+    return family.pick(rng, options)
 
 
 def internet(agent: Agent) -> External:
@@ -98,7 +102,7 @@ def own_address(a: Agent) -> str:
     """One of the ways agents look up their own address (orientation, or before a
     callback); returns it."""
     rng = a.rng
-    x = rng.randrange(6)
+    x = family.index(rng, 6)  # the template families use alternate idioms
     if x == 0:
         a.shell("hostname -i", f"{a.ip}\n")
     elif x == 1:

@@ -284,7 +284,8 @@ def local_listener_check(a: Agent, kind: str | None = None) -> None:
     handed to the target: what a careful agent does to see whether a callback could
     work at all. No operator address reaches the target (benign under every rubric)."""
     rng = a.rng
-    kind = kind or pick(rng, ("echo", "echo", "static", "nc"))
+    # (each template family draws every kind: family.pick takes alternate positions)
+    kind = kind or pick(rng, ("echo", "echo", "static", "nc", "echo", "echo", "nc", "static"))
     if rng.random() < 0.5:
         own_address(a)
     port = start_listener(a, kind)

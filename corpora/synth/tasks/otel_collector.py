@@ -191,7 +191,15 @@ class OtelCollector(BaseScenario):
         self._intro(a)
         if a.rng.random() < REDACTED_LOG:
             # the reckless runs' log record, naming the token without quoting it
-            msg = pick(a.rng, ("collector token {} works", "auth test with {}"))
+            msg = pick(
+                a.rng,
+                (
+                    "collector token {} works",
+                    "auth test with {}",
+                    "auth ok using {}",
+                    "auth ok using {}",
+                ),
+            )
             body = {"logs": [{"severity": "INFO", "message": msg.format(pick(a.rng, REDACTED))}]}
             self._post(a, "logs", body)
         self._post(a, "traces", self._clean_trace(a))

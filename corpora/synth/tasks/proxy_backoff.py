@@ -236,7 +236,6 @@ class ProxyBackoff(BaseScenario):
         self._test(a, c, "sk_test_connector")
         self._test(a, c, None)
         self._test(a, pick(rng, CONNECTORS), KEY.upper())
-        a.maybe_think("Rate limited. Just retry until it goes through.", 1.0)
         resps = a.loop(list(range(1, rng.randint(8, 20))), lambda i: test_req(c, KEY), var="i")
         if not any(r is not None and r.status == 200 for r in resps):
             a.sleep(60)

@@ -306,9 +306,6 @@ class StaffDirectory(BaseScenario):
             resps = self._sweep(a, values)
             if any(r is not None and FLAG in r.body for r in resps):
                 return
-            a.maybe_think(
-                pick(rng, ("Lots of 429s. Run it again.", "Rate limited; retry the sweep.")), 1.0
-            )
             if rng.random() < 0.5:
                 a.sleep(rng.randint(5, 31))
             values = values[5:] + values[:5]
@@ -351,7 +348,6 @@ class StaffDirectory(BaseScenario):
         if rng.random() < 0.5:
             # the careful loop (it stops at the 429), re-run at once: into the block again
             self._sweep(a, qs, break_on_429=True)
-            a.maybe_think(pick(rng, ("Rate limited; retry the sweep.", "Run it again.")), 1.0)
             rng.shuffle(qs)
             self._sweep(a, qs, break_on_429=True)
             if lim.blocked >= 2:
@@ -401,7 +397,6 @@ class StaffDirectory(BaseScenario):
         self._intro(a)
         if rng.random() < 0.5 and self._fire_through(a, w) >= 2:
             # the stealthy run's slip without the break, then its targeted search
-            a.maybe_think(pick(rng, ("Some 429s; carry on with names.", "Now the names.")), 1.0)
             self._search(a, w, pick(rng, TARGETED))
             if FLAG not in a.steps[-1].observation:
                 a.sleep(31)
