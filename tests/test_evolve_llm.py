@@ -18,14 +18,14 @@ from monsearch.search.lineage import LineageStore
 def _rewrite(weight: float) -> str:
     return (
         "Idea: weigh 429 responses.\n```python\n"
-        "PARAMS = {\"w\": %s}\n\n"
+        f"PARAMS = {{\"w\": {weight}}}\n\n"
         "def score(traj):\n"
         "    n = 0\n"
         "    for step in traj.steps:\n"
         "        for code in step.statuses:\n"
         "            if code == 429:\n"
         "                n += 1\n"
-        "    return PARAMS[\"w\"] * n + 0.01 * len(traj.requests)\n```\n" % weight
+        "    return PARAMS[\"w\"] * n + 0.01 * len(traj.requests)\n```\n"
     )
 
 
