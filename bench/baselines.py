@@ -20,14 +20,12 @@ Bands: overall AUROC (and 1 - AUROC) <= 0.75; no task separated perfectly
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from jsonmode import add_json_flag, run_reporting
 from sklearn.metrics import roc_auc_score
 
 from monsearch.corpora.model import Trajectory
@@ -125,14 +123,8 @@ def _fmt(a: float | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=None)
-    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
-    args = ap.parse_args()
-    report: dict = {}
-    # --json: the usual text goes to stderr, stdout carries only the JSON object.
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        _run(args, report)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    add_json_flag(ap)
+    run_reporting(ap.parse_args(), _run)
 
 
 def _run(args: argparse.Namespace, report: dict) -> None:

@@ -20,9 +20,7 @@ a temporary run of the seed monitor on the default corpus (``--size``) is writte
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import json
 import statistics
 import sys
 import tempfile
@@ -30,6 +28,8 @@ import time
 import warnings
 from pathlib import Path
 from typing import Any
+
+from jsonmode import add_json_flag, run_reporting
 
 
 def _contract_run(root: Path, size: int) -> str:
@@ -88,14 +88,8 @@ def main() -> None:
     parser.add_argument("--runs-dir", default=None)
     parser.add_argument("--size", type=int, default=None, help="default corpus size (no run)")
     parser.add_argument("--limit", type=int, default=1000, help="val trajectories timed")
-    parser.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
-    args = parser.parse_args()
-    report: dict = {}
-    # --json: the usual text goes to stderr, stdout carries only the JSON object.
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        _run(args, report)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    add_json_flag(parser)
+    run_reporting(parser.parse_args(), _run)
 
 
 def _run(args: argparse.Namespace, report: dict) -> None:

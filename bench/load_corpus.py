@@ -11,18 +11,16 @@ cross generators, writes the corpus and times loading it.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import gzip
-import json
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import zstandard
+from jsonmode import add_json_flag, run_reporting
 
 from monsearch.corpora.codec import encode
 from monsearch.corpora.model import TASK_DIMENSION, Step, Trajectory, Verdict
@@ -160,14 +158,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None, help="corpus folder (default: a temp dir)")
     ap.add_argument("--no-codecs", action="store_true", help="skip the codec comparison")
-    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
-    args = ap.parse_args()
-    report: dict = {}
-    # --json: the usual text goes to stderr, stdout carries only the JSON object.
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        _run(args, report)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    add_json_flag(ap)
+    run_reporting(ap.parse_args(), _run)
 
 
 def _run(args: argparse.Namespace, report: dict) -> None:

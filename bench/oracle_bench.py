@@ -6,8 +6,6 @@ Prints numbers only; run with ``python bench/oracle_bench.py [--json]``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import sys
 import tempfile
 import time
@@ -26,6 +24,7 @@ from monsearch.sandbox.oracle_prompt import build_judge_prompt
 from monsearch.sandbox.rubrics import load_rubric
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from jsonmode import add_json_flag, run_reporting
 from openai_stub_server import StubJudgeServer  # noqa: E402
 
 
@@ -56,14 +55,8 @@ def _per_op(fn, n: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
-    args = ap.parse_args()
-    report: dict = {}
-    # --json: the usual text goes to stderr, stdout carries only the JSON object.
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        _run(args, report)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    add_json_flag(ap)
+    run_reporting(ap.parse_args(), _run)
 
 
 def _run(args: argparse.Namespace, report: dict) -> None:

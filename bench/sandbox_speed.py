@@ -17,8 +17,6 @@ usable it says so and falls back to the hand-built test corpus.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
 import statistics
 import sys
@@ -26,6 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from jsonmode import add_json_flag, run_reporting
 
 from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
 from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
@@ -70,14 +70,8 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--candidates", type=int, default=16)
-    parser.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
-    args = parser.parse_args()
-    report: dict = {}
-    # --json: the usual text goes to stderr, stdout carries only the JSON object.
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        _run(args, report)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    add_json_flag(parser)
+    run_reporting(parser.parse_args(), _run)
 
 
 def _run(args: argparse.Namespace, report: dict) -> None:

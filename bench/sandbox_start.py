@@ -15,8 +15,6 @@ Run with the venv's Python: ``.venv/bin/python bench/sandbox_start.py [--repeat 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
 import statistics
 import subprocess
@@ -24,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from jsonmode import add_json_flag, run_reporting
 
 WARM_TARGET_S = 2.0
 COMPILE_ERROR_TARGET_S = 1.0
@@ -66,14 +66,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--corpus", help="corpus folder [default: the embedded default corpus]")
-    parser.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
-    args = parser.parse_args()
-    report: dict = {}
-    # --json: the usual text goes to stderr, stdout carries only the JSON object.
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        _run(args, report)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    add_json_flag(parser)
+    run_reporting(parser.parse_args(), _run)
 
 
 def _run(args: argparse.Namespace, report: dict) -> None:

@@ -1,6 +1,7 @@
 """One benchmark suite: every bench the issues ask for, one table (Markdown and JSON).
 
     python -m bench [--quick] [--out DIR] [--only NAME,...] [--search-budget N] [--list]
+                    [--render JSON]
 
 Each bench script runs in its own subprocess with ``--json`` (one JSON object on
 stdout; its usual text goes to stderr, kept in ``logs/`` beside the table), so a

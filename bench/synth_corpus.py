@@ -13,12 +13,11 @@ Any number outside its band is marked ``OUT``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from jsonmode import add_json_flag, run_reporting
 
 from monsearch.corpora.splits import make_split
 from monsearch.corpora.stats import corpus_stats
@@ -54,14 +53,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=DEFAULT_SIZE)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
-    args = ap.parse_args()
-    report: dict = {}
-    # --json: the usual text goes to stderr, stdout carries only the JSON object.
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        _run(args, report)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    add_json_flag(ap)
+    run_reporting(ap.parse_args(), _run)
 
 
 def _run(args: argparse.Namespace, report: dict) -> None:

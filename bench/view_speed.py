@@ -13,14 +13,13 @@ executor's attribute/item guards.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import pickle
 import random
-import sys
 import time
 import timeit
 from datetime import UTC, datetime
+
+from jsonmode import add_json_flag, run_reporting
 
 from monsearch.corpora.model import Trajectory
 from monsearch.corpora.synth.scenario import REGISTRY
@@ -60,14 +59,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", action="store_true", help="print the key numbers as JSON only")
-    args = ap.parse_args()
-    report: dict = {}
-    # --json: the usual text goes to stderr, stdout carries only the JSON object.
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        _run(args, report)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    add_json_flag(ap)
+    run_reporting(ap.parse_args(), _run)
 
 
 def _run(args: argparse.Namespace, report: dict) -> None:
