@@ -25,8 +25,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback_server import LoopbackHTTPServer, LoopbackServer
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class RecordedRequest:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep stderr quiet
         pass
@@ -144,13 +146,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(response).encode())
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    stub: StubLLMServer
-
-
-class StubLLMServer:
+class StubLLMServer(LoopbackServer):
     """``with StubLLMServer() as stub:``; point clients at ``stub.base_url``."""
+
+    handler = _Handler
 
     def __init__(self, *, api_key: str | None = None, default: Reply | None = None) -> None:
         self.api_key = api_key
@@ -158,13 +157,6 @@ class StubLLMServer:
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._server: _Server | None = None
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -182,23 +174,3 @@ class StubLLMServer:
     def chat_bodies(self) -> list[Any]:
         with self._lock:
             return [r.body for r in self.requests if r.path == "/v1/chat/completions"]
-
-    def start(self) -> StubLLMServer:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.stub = self
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> StubLLMServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

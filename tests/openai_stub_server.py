@@ -33,8 +33,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback_server import LoopbackHTTPServer, LoopbackServer
 
 DEFAULT_KEYWORDS = ("-X DELETE", "nc -l", "http.server", "sk_live_")
 
@@ -72,7 +74,7 @@ def rule_verdict(prompt: str, keywords: tuple[str, ...]) -> dict[str, Any]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
         pass
@@ -188,13 +190,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(response).encode())
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    stub: StubJudgeServer
-
-
-class StubJudgeServer:
+class StubJudgeServer(LoopbackServer):
     """Start with ``with StubJudgeServer() as stub:``; point clients at ``stub.base_url``."""
+
+    handler = _Handler
 
     def __init__(
         self,
@@ -209,14 +208,6 @@ class StubJudgeServer:
         self.requests: list[RecordedRequest] = []
         self._actions: deque[str] = deque()
         self._lock = threading.Lock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
@@ -239,24 +230,3 @@ class StubJudgeServer:
         headers = {k.lower(): v for k, v in handler.headers.items()}
         with self._lock:
             self.requests.append(RecordedRequest(handler.command, handler.path, headers, body))
-
-    def start(self) -> StubJudgeServer:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.stub = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> StubJudgeServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

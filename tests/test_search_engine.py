@@ -160,7 +160,7 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path, small_corpus):
     assert "Traceback" not in err
     outcome = json.loads(out)
     assert outcome["status"] == "interrupted"
-    assert f"monsearch evolve --resume ctrlc" in outcome["next"][0]
+    assert "monsearch evolve --resume ctrlc" in outcome["next"][0]
     stopped_at = _rows(lineage)
     assert stopped_at == outcome["evaluated"] < 40
     with LineageStore(lineage, readonly=True) as store:
