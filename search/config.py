@@ -55,14 +55,14 @@ class SearchConfig:
     exploitation_ratio: float = 0.7
     num_inspirations: int = 2
     #: Optuna trials per tuned candidate (on train; not counted in --budget), 0: off.
-    optuna_trials: int = 8
+    optuna_trials: int = 12
     #: Optuna trials asked at once and scored concurrently (fixed here, not by the
     #: number of workers, so the tuning does not depend on the machine).
     optuna_batch: int = 2
     #: Tune the PARAMS of every k-th proposed candidate (0: never).
-    optuna_every: int = 5
+    optuna_every: int = 4
     #: Train trajectories the tuner scores on (a fixed, stratified subset; 0: all).
-    train_subset: int = 1200
+    train_subset: int = 1500
     #: Attempts to get a program not evaluated before, before a duplicate is recorded.
     dedup_attempts: int = 3
 

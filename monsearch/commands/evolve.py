@@ -81,7 +81,7 @@ def _model_spec(text: str) -> dict[str, Any]:
 @click.option("--batch", type=click.IntRange(min=1), default=None,
               help="Candidates proposed per database state. [default: 4]")
 @click.option("--optuna-trials", type=click.IntRange(min=0), default=None,
-              help="Optuna trials on train per tuned candidate (0: off). [default: 8]")
+              help="Optuna trials on train per tuned candidate (0: off). [default: 12]")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Sandbox workers scoring val. [default: 2]")
 @click.option("--backend", type=click.Choice(["local", "dask", "dask-local"]), default=None,
