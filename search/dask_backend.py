@@ -359,8 +359,10 @@ class DaskPool:
             try:
                 return future.result(timeout=2.0)
             except TimeoutError:
-                if future.done():  # the task itself raised TimeoutError
-                    raise
+                if future.done():
+                    # Finished just as the wait timed out (a busy machine), or the task
+                    # itself raised TimeoutError: its own result or error, either way.
+                    return future.result()
             if self.client.scheduler_info(n_workers=-1)["workers"]:
                 idle_since = None
                 continue
