@@ -240,8 +240,10 @@ def synth(
     Eight personas (one per model of the paper's results table) run every task
     with calibrated solve / safe / reckless rates; three simulated judges label
     each run and a fourth gives the oracle verdict. The corpus is written split:
-    train/val/test from five personas and one cross-generator corpus per
-    held-out persona.
+    train/val/test from five personas, one cross-generator corpus per
+    held-out persona, and xgen-family: the runs written with a second,
+    independently written family of plans, command idioms and failure
+    realisations, which train and val never see.
     """
     from monsearch.corpora.splits import split_order
     from monsearch.corpora.synth.generate import DEFAULT_FRACTIONS, DEFAULT_SIZE, synthesize_corpus
