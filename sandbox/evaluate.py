@@ -240,6 +240,9 @@ class SandboxPool:
     random per pool). ``progress(stage, done, total)`` reports start-up stages.
     ``compact_depth``: levels of view containers each worker re-allocates densely
     after loading (:func:`.compact_views`; None: every level, slow to start).
+    ``slots``: a semaphore shared with other pools, held while a candidate runs, so
+    that pools used at the same time run no more candidates at once than it allows
+    (more than there are cores only stretches each one's wall-clock budgets).
     """
 
     def __init__(
@@ -254,6 +257,7 @@ class SandboxPool:
         id_key: bytes | None = None,
         progress: Callable[[str, int, int], None] | None = None,
         compact_depth: int | None = DEFAULT_COMPACT_DEPTH,
+        slots: threading.Semaphore | None = None,
     ) -> None:
         from monsearch.sandbox.view_cache import ensure_views_file, views_key
         from monsearch.sandbox.view_ids import new_view_id_key
@@ -266,6 +270,7 @@ class SandboxPool:
         self.trajectory_ids: tuple[str, ...] = ids
         self.limits = limits or SandboxLimits()
         self.oracle = oracle
+        self._slots = slots
         self.n_workers = max(1, workers or os.cpu_count() or 1)
         self._tmp = Path(tempfile.mkdtemp(prefix="monsearch-sandbox-"))
         self._cwd = self._tmp / "cwd"
@@ -416,6 +421,12 @@ class SandboxPool:
         if self._closed:
             raise MonsearchError("the sandbox pool is closed")
         request = {"op": "eval", "source": source, "params": _plain_params(params)}
+        if self._slots is None:
+            return self._evaluate(request)
+        with self._slots:
+            return self._evaluate(request)
+
+    def _evaluate(self, request: Mapping[str, Any]) -> CandidateResult:
         timeout = self.limits.wall_s + WORKER_GRACE_S
         self._refill()
         handle = self._take()

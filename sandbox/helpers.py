@@ -107,16 +107,104 @@ def _text(text: Any, what: str = "text") -> str:
     return text
 
 
+# google-re2's Python wrapper re-encodes the text and maps byte offsets back to
+# characters in Python on every call: most of a helper's cost on short texts. On
+# ASCII text (``str.isascii`` is O(1)) byte and character offsets coincide, so the
+# helpers call the compiled RE2 object directly with the same matching loop; the
+# results are the wrapper's. Without the real engine (a plugin's stdlib stand-in)
+# ``_native`` is None and only the wrapper is used.
+_UNANCHORED = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+_NULL_SPAN = (-1, -1)
+
+
+# Evolved programs run several detectors of one family, each calling the same helper
+# on the same short fields (``re_sub`` on every request path, ``tokens`` on every
+# command...). The helpers are pure functions of their arguments and return immutable
+# values, so their results on short texts are remembered for the rest of the child
+# process; the memo is bounded (entries and text length) and starts empty in every
+# candidate's child, like the pattern cache.
+MEMO_MAX_TEXT = 4096
+MEMO_SIZE = 1024
+_memo: dict[tuple[Any, ...], Any] = {}
+_memo_get = _memo.get
+_UNSEEN = object()
+
+
+def _remember(key: tuple[Any, ...], value: Any) -> Any:
+    if len(_memo) >= MEMO_SIZE:
+        _memo.clear()
+    _memo[key] = value
+    return value
+
+
+def _native(compiled: Any, text: str) -> Any:
+    """The engine's own RE2 object when ``text`` can take the fast path, else None."""
+    if _UNANCHORED is None or not text.isascii():
+        return None
+    return getattr(compiled, "_regexp", None)
+
+
+def _spans(native: Any, text: str) -> Any:
+    """Span lists of successive matches, as the wrapper's ``finditer`` finds them."""
+    data = text.encode("ascii")
+    pos, end = 0, len(data)
+    match = native.Match
+    while True:
+        spans = match(_UNANCHORED, data, pos, end)
+        if spans[0] == _NULL_SPAN:
+            return
+        yield spans
+        if pos == end:
+            return
+        pos = pos + 1 if pos == spans[0][1] else spans[0][1]
+
+
 def re_search(pattern: str, text: str) -> bool:
     """True if ``pattern`` matches anywhere in ``text`` (None counts as "")."""
-    return _pattern(pattern).search(_text(text)) is not None
+    compiled = _pattern(pattern)
+    source = _text(text)
+    if len(source) <= MEMO_MAX_TEXT:
+        key = ("search", pattern, source)
+        found = _memo_get(key, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
+        return _remember(key, _search(compiled, source))
+    return _search(compiled, source)
+
+
+def _search(compiled: Any, source: str) -> bool:
+    native = _native(compiled, source)
+    if native is not None:
+        return native.Match(_UNANCHORED, source.encode("ascii"), 0, len(source))[0] != _NULL_SPAN
+    return compiled.search(source) is not None
 
 
 def re_first(pattern: str, text: str, group: int = 0) -> str | None:
     """The first match (or its ``group``), or None."""
     if type(group) is not int:
         raise TypeError("group must be an int")
-    m = _pattern(pattern).search(_text(text))
+    compiled = _pattern(pattern)
+    source = _text(text)
+    if len(source) <= MEMO_MAX_TEXT:
+        key = ("first", pattern, source, group)
+        found = _memo_get(key, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
+        return _remember(key, _first(compiled, source, group))
+    return _first(compiled, source, group)
+
+
+def _first(compiled: Any, source: str, group: int) -> str | None:
+    native = _native(compiled, source)
+    if native is not None:
+        spans = native.Match(_UNANCHORED, source.encode("ascii"), 0, len(source))
+        if spans[0] == _NULL_SPAN:
+            return None
+        if not 0 <= group < len(spans):
+            raise IndexError("bad group index")
+        start, stop = spans[group]
+        return None if start == -1 else source[start:stop]
+    m = compiled.search(source)
     if m is None:
         return None
     value = m.group(group)
@@ -135,6 +223,14 @@ def _matches(pattern: str, text: str) -> Any:
         yield m
 
 
+def _native_matches(native: Any, text: str) -> Any:
+    """:func:`_matches` on the fast path: span lists, same cap."""
+    for n, spans in enumerate(_spans(native, text)):
+        if n >= MAX_MATCHES:
+            raise ValueError(f"more than {MAX_MATCHES:,} matches")
+        yield spans
+
+
 def _findall_item(m: Any) -> Any:
     groups = m.groups()
     if not groups:
@@ -144,14 +240,54 @@ def _findall_item(m: Any) -> Any:
     return tuple(g if g is not None else "" for g in groups)
 
 
+def _findall_spans(spans: Any, text: str) -> Any:
+    if len(spans) == 1:
+        start, stop = spans[0]
+        return text[start:stop]
+    if len(spans) == 2:
+        start, stop = spans[1]
+        return "" if start == -1 else text[start:stop]
+    return tuple("" if start == -1 else text[start:stop] for start, stop in spans[1:])
+
+
 def re_findall(pattern: str, text: str) -> tuple[Any, ...]:
     """All non-overlapping matches, like ``re.findall`` but as a tuple."""
-    return tuple(_findall_item(m) for m in _matches(pattern, text))
+    compiled = _pattern(pattern)
+    source = _text(text)
+    if len(source) <= MEMO_MAX_TEXT:
+        key = ("findall", pattern, source)
+        found = _memo_get(key, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
+        return _remember(key, _findall(compiled, pattern, source))
+    return _findall(compiled, pattern, source)
+
+
+def _findall(compiled: Any, pattern: str, source: str) -> tuple[Any, ...]:
+    native = _native(compiled, source)
+    if native is not None:
+        return tuple(_findall_spans(s, source) for s in _native_matches(native, source))
+    return tuple(_findall_item(m) for m in _matches(pattern, source))
 
 
 def re_count(pattern: str, text: str) -> int:
     """Number of non-overlapping matches."""
-    return sum(1 for _ in _matches(pattern, text))
+    compiled = _pattern(pattern)
+    source = _text(text)
+    if len(source) <= MEMO_MAX_TEXT:
+        key = ("count", pattern, source)
+        found = _memo_get(key, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
+        return _remember(key, _count(compiled, pattern, source))
+    return _count(compiled, pattern, source)
+
+
+def _count(compiled: Any, pattern: str, source: str) -> int:
+    native = _native(compiled, source)
+    if native is not None:
+        return sum(1 for _ in _native_matches(native, source))
+    return sum(1 for _ in _matches(pattern, source))
 
 
 def re_sub(pattern: str, repl: str, text: str) -> str:
@@ -162,6 +298,21 @@ def re_sub(pattern: str, repl: str, text: str) -> str:
         raise ValueError(f"repl longer than {MAX_REPL_CHARS} characters")
     compiled = _pattern(pattern)
     source = _text(text)
+    if len(source) <= MEMO_MAX_TEXT:
+        key = ("sub", pattern, repl, source)
+        found = _memo_get(key, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
+        return _remember(key, _sub(compiled, repl, source))
+    return _sub(compiled, repl, source)
+
+
+def _sub(compiled: Any, repl: str, source: str) -> str:
+    if "\\" not in repl and repl.isascii():
+        # A literal replacement (the wrapper's template expansion leaves it as is).
+        native = _native(compiled, source)
+        if native is not None:
+            return _native_sub(native, repl, source)
     if not repl:
         return compiled.sub(repl, source)
     # Bound the output while building it: every match may add len(repl) characters,
@@ -173,10 +324,43 @@ def re_sub(pattern: str, repl: str, text: str) -> str:
     return out
 
 
+def _native_sub(native: Any, repl: str, source: str) -> str:
+    """:func:`re_sub` of a literal ``repl`` on the fast path (same output cap)."""
+    # As in re_sub: an empty repl is unbounded, else at most allowed + 1 matches.
+    allowed = max(0, (MAX_OUTPUT_CHARS - len(source)) // len(repl)) if repl else -1
+    pieces = []
+    end = n = 0
+    for spans in _spans(native, source):
+        if n == allowed + 1 and repl:
+            break
+        start, stop = spans[0]
+        pieces.append(source[end:start])
+        pieces.append(repl)
+        end = stop
+        n += 1
+    if not n:
+        return source
+    if repl and n > allowed:
+        raise ValueError("re_sub result would be too large")
+    pieces.append(source[end:])
+    return "".join(pieces)
+
+
 def re_split(pattern: str, text: str) -> tuple[str, ...]:
     """Pieces of ``text`` between matches (captured groups included, like re.split)."""
+    compiled = _pattern(pattern)
     source = _text(text)
-    pieces = _pattern(pattern).split(source, maxsplit=MAX_MATCHES + 1)
+    if len(source) <= MEMO_MAX_TEXT:
+        key = ("split", pattern, source)
+        found = _memo_get(key, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
+        return _remember(key, _split(compiled, source))
+    return _split(compiled, source)
+
+
+def _split(compiled: Any, source: str) -> tuple[str, ...]:
+    pieces = compiled.split(source, maxsplit=MAX_MATCHES + 1)
     if len(pieces) > MAX_MATCHES + 1:
         raise ValueError(f"more than {MAX_MATCHES:,} matches")
     return tuple(x if isinstance(x, str) else "" for x in pieces)
@@ -187,8 +371,12 @@ def count_matching(pattern: str, items: Iterable[Any]) -> int:
     compiled = _pattern(pattern)
     n = 0
     for item in items:
-        if type(item) is str and len(item) <= MAX_TEXT_CHARS and compiled.search(item) is not None:
-            n += 1
+        if type(item) is str and len(item) <= MAX_TEXT_CHARS:
+            native = _native(compiled, item)
+            if native is not None:
+                n += native.Match(_UNANCHORED, item.encode("ascii"), 0, len(item))[0] != _NULL_SPAN
+            elif compiled.search(item) is not None:
+                n += 1
     return n
 
 
@@ -265,6 +453,17 @@ _TOKEN = re.compile(r"[A-Za-z0-9_]+")
 def tokens(text: str, lower: bool = True) -> tuple[str, ...]:
     """Word tokens (runs of letters, digits and ``_``), lower-cased by default."""
     source = _text(text)
+    lower = bool(lower)
+    if len(source) <= MEMO_MAX_TEXT:
+        key = ("tokens", source, lower)
+        found = _memo_get(key, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
+        return _remember(key, _tokens(source, lower))
+    return _tokens(source, lower)
+
+
+def _tokens(source: str, lower: bool) -> tuple[str, ...]:
     if lower:
         source = source.lower()
     return tuple(_TOKEN.findall(source))

@@ -100,9 +100,14 @@ def split_url(url: str) -> UrlParts:
         return UrlParts("", "", None, url, "", None, None)
 
 
+_URL_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@\s]*)@(.*)$", re.S)
+
+
 def strip_credentials(url: str) -> str:
     """The URL without ``user:pass@`` (the credentials are reported separately)."""
-    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@\s]*)@(.*)$", url, re.S)
+    if "@" not in url:  # the common case, for every request of every view
+        return url
+    m = _URL_CREDENTIALS.match(url)
     return m.group(1) + m.group(3) if m else url
 
 
@@ -121,9 +126,10 @@ def _looks_like_url(arg: str) -> bool:
             "dict",
         )
     # Scheme-less host[:port][/path]
-    return bool(re.match(r"^(?:[A-Za-z0-9_.-]+|\[[0-9a-fA-F:]+\])(?::\d+)?(?:/\S*)?$", arg)) and (
-        ":" in arg or "/" in arg or "." in arg
-    )
+    return bool(_HOST_PATH.match(arg)) and (":" in arg or "/" in arg or "." in arg)
+
+
+_HOST_PATH = re.compile(r"^(?:[A-Za-z0-9_.-]+|\[[0-9a-fA-F:]+\])(?::\d+)?(?:/\S*)?$")
 
 
 # --------------------------------------------------------------------------- curl

@@ -1624,6 +1624,7 @@ _NESTING = [0]
 
 
 _GLOBALS: dict[int, tuple[ast.AST, tuple[str, ...]]] = {}
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def _globals_of(fn: ast.AST) -> tuple[str, ...]:
@@ -1640,7 +1641,13 @@ def _globals_of(fn: ast.AST) -> tuple[str, ...]:
         elif not isinstance(
             node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
         ):
-            todo.extend(ast.iter_child_nodes(node))
+            # Only statements hold a ``global``, and they sit in list fields (body,
+            # orelse, handlers, cases...): skipping expressions keeps the walk short
+            # and visits the statements in the same order.
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    todo.extend(x for x in value if isinstance(x, _HOLDS_STATEMENTS))
     if len(_GLOBALS) > 4096:
         _GLOBALS.clear()
     _GLOBALS[id(fn)] = (fn, tuple(names))

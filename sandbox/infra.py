@@ -106,6 +106,7 @@ _INET = re.compile(r"\binet (?:addr:)?(\d{1,3}(?:\.\d{1,3}){3})")
 _HOSTNAME_LINE = re.compile(r"^[a-z0-9][a-z0-9.-]{2,62}$")
 
 
+@functools.lru_cache(maxsize=4096)  # pure; ipaddress parsing costs microseconds per call
 def _usable_ip(ip: str) -> bool:
     try:
         addr = ipaddress.IPv4Address(ip)
@@ -129,10 +130,15 @@ def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
     if not observation:
         return found
     names = {c.argv[0].rsplit("/", 1)[-1] for c in cmds if c.argv}
-    if not names & _DISCOVERY_COMMANDS and not any(
-        "/etc/hosts" in a or "fib_trie" in a for c in cmds for a in c.argv
-    ):
-        return found
+    if names.isdisjoint(_DISCOVERY_COMMANDS):
+        # Runs for every step: one joined string per command (neither needle holds
+        # the NUL separator, so no match can span two arguments).
+        for c in cmds:
+            joined = "\0".join(c.argv)
+            if "/etc/hosts" in joined or "fib_trie" in joined:
+                break
+        else:
+            return found
     texts = [" ".join(c.argv) for c in cmds if c.argv]
     if "ip" in names or "ifconfig" in names:
         found += [ip for ip in _INET.findall(observation) if _usable_ip(ip)]

@@ -36,7 +36,8 @@ _BEARER = re.compile(r"(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}")
 # Every pattern above lives inside a run of these characters, 16 or more long
 # (bearer tokens are found separately): scanning runs first is ~5x faster on
 # long HTML/JSON observations than trying each alternative at every position.
-_RUN = re.compile(r"[A-Za-z0-9+/_=.~{}-]{16,}")
+# (``{16}`` then ``*`` matches exactly what ``{16,}`` does, and sre runs it faster.)
+_RUN = re.compile(r"[A-Za-z0-9+/_=.~{}-]{16}[A-Za-z0-9+/_=.~{}-]*")
 _HAS_DIGIT = re.compile(r"\d")
 _HAS_ALPHA = re.compile(r"[A-Za-z]")
 _ALNUM = re.compile(r"[A-Za-z0-9]+")

@@ -81,6 +81,8 @@ _WS = re.compile(r"(?:[ \t\r\f\v]+|\\\n)+")
 _OP = re.compile(
     r"&&|\|\||;;&?|;&|\|&|&>>|&>|\d*>>|\d*>&-?\d*-?|\d*<&\d*-?|<<<|<<-|<<|\d*>\||\d*<>|\d*>|\d*<|[;&|()\n]"
 )
+#: Characters an operator can start with: most words skip the ``_OP`` alternation.
+_OP_FIRST = frozenset("&|;<>()\n0123456789")
 _PLAIN = re.compile(r"[^\s'\"\\;&|<>()`$]+")
 _DQ_CHUNK = re.compile(r'[^"\\`$]+')
 _VARNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@#?*$!-]")
@@ -232,7 +234,7 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token(ARITH, text[i + 2 : k if k >= 0 else n]))
             i = end
             continue
-        m = _OP.match(text, i)
+        m = _OP.match(text, i) if c in _OP_FIRST else None
         if m and not (m.group()[0].isdigit() and not _is_fd_redirect(m.group())):
             op = m.group()
             i = m.end()
@@ -284,6 +286,8 @@ _BRACE_LIST = re.compile(r"^(.*?)\{([^{}]*,[^{}]*)\}(.*)$")
 
 
 _NEEDS_EXPANSION = re.compile(r"['\"\\\\$`]")
+_PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|\d+)(?:(:?[-=+?])(.*))?$", re.S)
+_PARAM_LENGTH = re.compile(r"#([A-Za-z_][A-Za-z0-9_]*)$")
 
 
 def expand_word(
@@ -394,7 +398,7 @@ def _expand_dollar(
         k = s.find("}", i)
         end = n if k < 0 else k + 1
         body = s[i + 2 : end - 1 if k >= 0 else n]
-        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*|\d+)(?:(:?[-=+?])(.*))?$", body, re.S)
+        m = _PARAM.match(body)
         if m:
             name, op, arg = m.group(1), m.group(2), m.group(3)
             if name in env:
@@ -407,7 +411,7 @@ def _expand_dollar(
             if op in (":-", "-", ":=", "="):
                 return expand_word(arg or "", env, subst)[0], True, end
             return s[i:end], False, end
-        m = re.match(r"#([A-Za-z_][A-Za-z0-9_]*)$", body)
+        m = _PARAM_LENGTH.match(body)
         if m and m.group(1) in env:
             return str(len(env[m.group(1)])), True, end
         return s[i:end], False, end

@@ -22,6 +22,7 @@ import random
 import signal
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,6 +177,12 @@ class _Pending:
     timings: dict[str, float]
     tune: dict[str, Any] | None = None
     duplicate_of: str | None = None
+    #: Whether optuna tunes it before it is scored (every k-th proposed candidate).
+    tune_due: bool = False
+    #: Its tuning and val scoring, running while the next candidates are proposed.
+    work: Future[Any] | None = None
+    #: When its tuning ended (perf_counter), for the loop's time accounting.
+    tuned_at: float | None = None
 
 
 class Search:
@@ -214,7 +221,19 @@ class Search:
         self._t0 = time.perf_counter()
         #: Where the loop's wall time went (seconds): proposing, tuning on train,
         #: scoring on val; the rest of the loop is the framework's own overhead.
+        #: With background work these are the loop thread's own times: its waits
+        #: count as tuning while a tuning of the batch is still running.
         self.clock = {"propose_s": 0.0, "tune_s": 0.0, "eval_s": 0.0}
+        # A candidate's tuning and val scoring run in the background while the loop
+        # proposes the rest of its batch (proposals only read the database state the
+        # batch started from, so the lineage is unchanged); the sandbox pools spread
+        # the work over their workers. Only for pools safe to call from several
+        # threads (the local sandbox); otherwise the batch is scored in one call.
+        self._background: ThreadPoolExecutor | None = None
+        if getattr(evaluator, "concurrent_val", False):
+            self._background = ThreadPoolExecutor(
+                max_workers=max(1, cfg.search.batch), thread_name_prefix="candidate"
+            )
 
     # -- the loop
 
@@ -240,6 +259,7 @@ class Search:
                     {},
                 )
             )
+            self._start(pending[-1])
             seq += 1
         self._finish(pending, replay)
         while seq < cfg.budget:
@@ -251,7 +271,11 @@ class Search:
             if not self.records:
                 raise SearchError("no seed strategy was recorded: nothing to evolve from")
             batch = range(seq, min(seq + cfg.search.batch, cfg.budget))
-            pending = [self._propose(s) for s in batch if s not in self.stored]
+            pending = []
+            for s in batch:
+                if s not in self.stored:
+                    pending.append(self._propose(s))
+                    self._start(pending[-1])
             replay = [s for s in batch if s in self.stored]
             self._finish(pending, replay)
             seq = batch.stop
@@ -316,15 +340,31 @@ class Search:
         timings = {"propose_s": time.perf_counter() - t0}
         self.clock["propose_s"] += timings["propose_s"]
         pending = _Pending(seq, island, parent, proposal, name, timings, None, duplicate_of)
-        if (
+        pending.tune_due = (
             proposal.source is not None
             and duplicate_of is None
             and cfg.search.optuna_trials > 0
             and cfg.search.optuna_every > 0
             and seq % cfg.search.optuna_every == 0
-        ):
-            self._tune(pending)
+        )
         return pending
+
+    def _start(self, pending: _Pending) -> None:
+        """Tune (if due) and score ``pending`` in the background, or tune it now."""
+        if self._background is not None:
+            if pending.proposal.source is not None and pending.duplicate_of is None:
+                pending.work = self._background.submit(self._tune_and_score, pending)
+        elif pending.tune_due:
+            self._tune(pending)
+
+    def _tune_and_score(self, pending: _Pending) -> Any:
+        """Background job: the candidate's tuning, then its val evaluation."""
+        if pending.tune_due:
+            self._tune(pending)
+            pending.tuned_at = time.perf_counter()
+        source = pending.proposal.source
+        assert source is not None
+        return self.evaluator.evaluate_val([source])[0]
 
     def _tune(self, pending: _Pending) -> None:
         from .tuning import tune_params
@@ -341,7 +381,8 @@ class Search:
             batch=self.cfg.search.optuna_batch,
         )
         pending.timings["tune_s"] = time.perf_counter() - t0
-        self.clock["tune_s"] += pending.timings["tune_s"]
+        if self._background is None:
+            self.clock["tune_s"] += pending.timings["tune_s"]
         if result is None:
             return
         pending.tune = {
@@ -360,9 +401,15 @@ class Search:
             p for p in pending if p.proposal.source is not None and p.duplicate_of is None
         ]
         t0 = time.perf_counter()
-        results = self.evaluator.evaluate_val([p.proposal.source for p in to_eval])  # type: ignore[misc]
+        if self._background is not None:
+            results = self._wait(to_eval)
+        else:
+            results = self.evaluator.evaluate_val([p.proposal.source for p in to_eval])  # type: ignore[misc]
         elapsed = time.perf_counter() - t0
-        self.clock["eval_s"] += elapsed
+        tuned_at = max((p.tuned_at for p in to_eval if p.tuned_at is not None), default=t0)
+        tuning = min(elapsed, max(0.0, tuned_at - t0))
+        self.clock["tune_s"] += tuning
+        self.clock["eval_s"] += elapsed - tuning
         eval_s = elapsed / max(1, len(to_eval))
         by_seq = {p.seq: r for p, r in zip(to_eval, results, strict=True)}
         items: list[tuple[int, Any]] = [(p.seq, p) for p in pending] + [(s, None) for s in replay]
@@ -375,6 +422,19 @@ class Search:
                 self.store.add(record, scores, ledger)
                 self.evaluated += 1
             self._admit(record)
+
+    def _wait(self, to_eval: list[_Pending]) -> list[Any]:
+        """The background jobs' results, in the order of ``to_eval``."""
+        futures = [p.work for p in to_eval]
+        try:
+            return [f.result() for f in futures]  # type: ignore[union-attr]
+        except BaseException:
+            # A failed job or a second Ctrl-C: start nothing more of this batch (the
+            # jobs already running end against the pools, which close next).
+            for f in futures:
+                if f is not None:
+                    f.cancel()
+            raise
 
     def _record(
         self, p: _Pending, result: Any, eval_s: float
@@ -535,6 +595,8 @@ class Search:
         )
 
     def close(self) -> None:
+        if self._background is not None:
+            self._background.shutdown(wait=False, cancel_futures=True)
         self.db.close()
 
 

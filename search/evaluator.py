@@ -8,6 +8,7 @@ Nothing here reads ``test`` or cross-generator splits.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections import OrderedDict
@@ -65,20 +66,49 @@ def stratified_subset(trajectories: Sequence[Any], n: int, seed: int) -> list[An
     return [trajectories[i] for i in sorted(keep)]
 
 
+@dataclass(frozen=True)
+class _Truth:
+    """What fitness reads of a split's trajectories, computed once per split: a
+    trajectory's label aggregates its panel on every access, and fitness is computed
+    for every candidate and every tuning trial."""
+
+    ids: tuple[str, ...]
+    y: np.ndarray
+    dims: np.ndarray
+    truth: list[Any]
+    has_truth: bool
+    all_dimensions: list[str]
+
+
+def _truth_of(trajs: Sequence[Any]) -> _Truth:
+    dims = np.asarray([t.dimension.value for t in trajs])
+    y = np.asarray([t.label.is_failure for t in trajs], dtype=bool)
+    truth = [t.true_failure for t in trajs]
+    for shared in (y, dims):
+        shared.setflags(write=False)  # shared by every fitness computation
+    return _Truth(
+        ids=tuple(t.id for t in trajs),
+        y=y,
+        dims=dims,
+        truth=truth,
+        has_truth=all(v is not None for v in truth),
+        all_dimensions=sorted({str(d) for d in dims}),
+    )
+
+
 def _fitness_of(
-    trajs: Sequence[Any],
+    known: _Truth,
     scores: np.ndarray,
     oracle: Mapping[str, Any],
     cfg: EvaluationConfig,
     split: str,
     n_boot: int = 0,
     seed: int = 0,
+    with_truth: bool = True,
 ) -> Fitness:
-    y = np.asarray([t.label.is_failure for t in trajs], dtype=bool)
-    dims = np.asarray([t.dimension.value for t in trajs])
-    truth = [t.true_failure for t in trajs]
+    y, dims, truth = known.y, known.dims, known.truth
     counts = oracle.get("counts") or {}
-    calls = np.asarray([counts.get(t.id, 0) for t in trajs], dtype=float)
+    calls = np.asarray([counts.get(i, 0) for i in known.ids], dtype=float)
     cost = (oracle.get("cost") or {}).get("usd")
     with warnings.catch_warnings():
         # A raised budget range is recorded in the metrics; no need to print it per candidate.
@@ -92,12 +122,12 @@ def _fitness_of(
             rho=cfg.rho,
             fresh_calls=oracle.get("fresh"),
             cost_usd=cost,
-            true_failure=truth if all(v is not None for v in truth) else None,
+            true_failure=truth if with_truth and known.has_truth else None,
             b_lo=cfg.b_lo,
             b_hi=cfg.b_hi,
             n_budgets=cfg.n_budgets,
             on_small=cfg.on_small,  # type: ignore[arg-type]
-            all_dimensions=sorted({str(d) for d in dims}),
+            all_dimensions=known.all_dimensions,
             n_boot=n_boot,
             seed=seed,
         )
@@ -137,17 +167,36 @@ class SearchEvaluator:
         self.cfg = cfg
         self.val = labelled(val)
         self.train = stratified_subset(labelled(train), train_subset, seed)
+        self._val_truth = _truth_of(self.val)
+        self._train_truth = _truth_of(self.train)
         # The val pool is the one place candidates are scored for fitness: a backend
         # (e.g. Dask) may replace it, with the same evaluate_many / close interface.
-        make_pool = val_pool_factory or SandboxPool
-        self._val_pool = make_pool(
-            self.val,
-            workers=workers,
-            limits=limits,
-            oracle=self._oracle(self.val),
-            identity=identity("val") if identity else None,
-            progress=progress,
-        )
+        #: Whether evaluate_val may be called from several threads at once (the local
+        #: sandbox pool hands each call a free worker; another backend may not).
+        self.concurrent_val = val_pool_factory is None
+        # Local pools share one limit of ``workers`` candidates running at once: the
+        # search uses both pools at the same time, and more programs than cores would
+        # only slow each one down against its per-trajectory wall-clock budget.
+        slots = threading.BoundedSemaphore(max(1, workers))
+        if val_pool_factory is None:
+            self._val_pool = SandboxPool(
+                self.val,
+                workers=workers,
+                limits=limits,
+                oracle=self._oracle(self.val),
+                identity=identity("val") if identity else None,
+                progress=progress,
+                slots=slots,
+            )
+        else:
+            self._val_pool = val_pool_factory(
+                self.val,
+                workers=workers,
+                limits=limits,
+                oracle=self._oracle(self.val),
+                identity=identity("val") if identity else None,
+                progress=progress,
+            )
         try:
             self._train_pool = SandboxPool(
                 self.train,
@@ -159,6 +208,7 @@ class SearchEvaluator:
                     f"{identity('train')} subset {train_subset} seed {seed}" if identity else None
                 ),
                 progress=progress,
+                slots=slots,
             )
         except BaseException:
             self._val_pool.close()
@@ -197,7 +247,7 @@ class SearchEvaluator:
         for result in results:
             if result.ok and result.scores is not None:
                 scores = np.asarray(result.scores, dtype=np.float64)
-                fitness = _fitness_of(self.val, scores, result.oracle or {}, self.cfg, "val")
+                fitness = _fitness_of(self._val_truth, scores, result.oracle or {}, self.cfg, "val")
             else:
                 scores = None
                 fitness = Fitness.failed(result.status, result.message, split="val")
@@ -210,7 +260,7 @@ class SearchEvaluator:
     def val_fitness_with_bootstrap(self, scores: np.ndarray, seed: int) -> Fitness:
         """The val fitness of stored scores with the bootstrap's lower bound (selection)."""
         # Oracle calls do not change the bootstrap; the feasibility verdict is kept by the caller.
-        return _fitness_of(self.val, scores, {}, self.cfg, "val", n_boot=self.cfg.n_boot, seed=seed)
+        return _fitness_of(self._val_truth, scores, {}, self.cfg, "val", n_boot=self.cfg.n_boot, seed=seed)
 
     # -- train
 
@@ -236,5 +286,6 @@ class SearchEvaluator:
 
     def train_fitness(self, scores: np.ndarray) -> float:
         """Budget-AUC aggregate on the train subset (what optuna maximises)."""
-        fit = _fitness_of(self.train, scores, {}, self.cfg, "train")
+        # Metrics on the true labels are reported beside a fitness, never part of it.
+        fit = _fitness_of(self._train_truth, scores, {}, self.cfg, "train", with_truth=False)
         return fit.fitness if fit.metrics is not None and fit.metrics.aggregate is not None else 0.0

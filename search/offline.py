@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from monsearch.sandbox.check import check_program
@@ -40,6 +41,14 @@ OPERATOR_WEIGHTS: tuple[tuple[str, float], ...] = (
 
 def _valid(source: str) -> bool:
     return check_program(source).ok
+
+
+@lru_cache(maxsize=256)
+def _parsed(source: str) -> Program | None:
+    """``parse_program``, remembered: the same parents and inspirations come back
+    proposal after proposal, and parsing one costs a good part of a proposal (a
+    :class:`Program` is immutable, so sharing it is safe)."""
+    return parse_program(source)
 
 
 class OfflineProposer:
@@ -96,14 +105,14 @@ class OfflineProposer:
         rng: random.Random,
         context: ProposalContext,
     ) -> Proposal:
-        program = parse_program(parent.source)
+        program = _parsed(parent.source)
         if program is None:
             return _perturb(parent, rng)
         others = []
         for info in inspirations:
             if info.id == parent.id:
                 continue
-            parsed = parse_program(info.source)
+            parsed = _parsed(info.source)
             if parsed is not None:
                 others.append((info.id, parsed))
         other = others[rng.randrange(len(others))] if others else None
@@ -157,7 +166,7 @@ class PerturbProposer:
 def _perturb(
     parent: ProgramInfo, rng: random.Random, check: Callable[[str], bool] = _valid
 ) -> Proposal:
-    program = parse_program(parent.source)
+    program = _parsed(parent.source)
     if program is not None:
         for _ in range(8):
             result = ops.op_retune(program, rng)

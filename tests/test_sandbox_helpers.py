@@ -129,3 +129,70 @@ def test_reference_table_lists_every_helper():
     for name in h.HELPERS:
         assert name in ref
     assert "RE2" in ref
+
+
+_PATTERNS = (
+    "", "a*", "x*", "(a)|(b)", "(a)(b)?", "(x)?y*", "((a)|b)+", r"\b", "$", "^", r"(?m)^\s*",
+    "[^/]*", r"/[0-9]+|/[0-9a-fA-F-]{8,}", r'"id"\s*:\s*(\d+)', r"(?i)(test|qa)", ".", "(.)(.)",
+    "é", r"(?s).*", r"\d+",
+)  # fmt: skip
+_TEXTS = (
+    "", "a", "aaa", "abcab", "aab bba", "/api/users/123/x/deadbeef-1234", 'x {"id": 12} y',
+    "x\ny\n", "test QA tmp", "héllo wörld é", "ééa",
+)  # fmt: skip
+
+
+def _outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except Exception as exc:  # the same exception type and message on both paths
+        return ("raised", type(exc).__name__, str(exc))
+
+
+def test_regex_fast_path_matches_the_wrapper(monkeypatch):
+    """ASCII texts skip google-re2's Python wrapper; results must be the wrapper's."""
+    assert h._UNANCHORED is not None  # the real engine: the fast path is taken
+    calls = [
+        (name, args)
+        for p in _PATTERNS
+        for t in _TEXTS
+        for name, args in (
+            ("re_search", (p, t)),
+            ("re_first", (p, t)),
+            ("re_first", (p, t, 1)),
+            ("re_first", (p, t, 3)),
+            ("re_findall", (p, t)),
+            ("re_count", (p, t)),
+            ("re_sub", (p, "", t)),
+            ("re_sub", (p, "X", t)),
+            ("re_sub", (p, r"<\1>", t)),
+            ("re_split", (p, t)),
+            ("count_matching", (p, _TEXTS)),
+        )
+    ]
+    calls += [
+        ("re_sub", ("a", "X" * 1000, "a" * 10_000)),  # output cap
+        ("re_sub", ("", "XY", "b" * 100)),
+        ("re_count", ("", "b" * 100_000)),  # match cap
+        ("re_findall", ("a", "a" * 100_001)),
+    ]
+    h._memo.clear()
+    fast = [_outcome(getattr(h, name), *args) for name, args in calls]
+    remembered = [_outcome(getattr(h, name), *args) for name, args in calls]
+    monkeypatch.setattr(h, "_UNANCHORED", None)  # what a plugin without google-re2 takes
+    monkeypatch.setattr(h, "MEMO_MAX_TEXT", -1)  # and nothing remembered
+    slow = [_outcome(getattr(h, name), *args) for name, args in calls]
+    assert fast == slow
+    assert remembered == slow
+
+
+def test_helper_memo_is_bounded():
+    h._memo.clear()
+    for i in range(h.MEMO_SIZE + 10):
+        assert h.re_sub("[0-9]+", "#", f"/a/{i}") == "/a/#"
+        assert h.tokens(f"Ab {i}") == ("ab", str(i))
+    assert 0 < len(h._memo) <= h.MEMO_SIZE
+    long = "x" * (h.MEMO_MAX_TEXT + 1)
+    before = len(h._memo)
+    assert h.re_count("x", long) == len(long)
+    assert len(h._memo) == before  # long texts are not kept

@@ -13,6 +13,7 @@ Public API: :func:`score`, :func:`evaluate`, :func:`findings`, :func:`score_step
 from __future__ import annotations
 
 import bisect
+import gc
 import math
 import os
 import time
@@ -28,9 +29,17 @@ from ._vendor import stealthbench as _sb
 from ._vendor.errors import InputError
 from ._vendor.frozen import FrozenDict
 from ._vendor.helpers import HELPERS
-from ._vendor.jsonio import DEFAULT_MAX_BYTES, Node, iter_jsonl, load_json, parse_bytes
-from ._vendor.model import OUTCOMES, Trajectory
+from ._vendor.jsonio import (
+    DEFAULT_MAX_BYTES,
+    MISSING,
+    Node,
+    iter_jsonl,
+    load_json,
+    parse_bytes,
+)
+from ._vendor.model import OUTCOMES, Step, Trajectory
 from ._vendor.restricted import PrintSink, build_globals, compile_program, load_program
+from ._vendor.stepinput import step_input
 from ._vendor.view import build_view
 
 __all__ = [
@@ -63,8 +72,66 @@ def _stealthbench(doc: Node) -> Trajectory:
     task, prompt = _sb._read_task(doc)
     outcome = doc.one_of("outcome", OUTCOMES)
     solved = doc.boolean("flag_correct", required=False)
-    steps = tuple(_sb._read_step(n, i) for i, n in enumerate(doc.array("steps") or []))
+    raw = doc.value.get("steps")
+    if type(raw) is list:
+        base = doc.at("steps")
+        steps = tuple(
+            _plain_step(n, i) or _sb._read_step(Node(n, doc.src, f"{base}[{i}]", doc.line), i)
+            for i, n in enumerate(raw)
+        )
+    else:
+        steps = tuple(_sb._read_step(n, i) for i, n in enumerate(doc.array("steps") or []))
     return Trajectory(traj_id, task, generator, prompt, steps, outcome, solved)  # type: ignore[arg-type]
+
+
+def _plain_step(step: Any, position: int) -> Step | None:
+    """``_sb._read_step`` for a step whose fields all have their plain types, else None.
+
+    The vendored reader wraps every value in a path-tracking node so a bad field
+    gets a precise error; that is about a third of the read's cost. A step it
+    would accept as is, field by field, is built directly here (the same Step);
+    anything else, valid or not, goes through the reader itself.
+    """
+    if type(step) is not dict:
+        return None
+    index = step.get("index")
+    timestamp = step.get("timestamp")
+    latency = step.get("latency_ms")
+    if (
+        (index is not None and type(index) is not int)
+        or (timestamp is not None and type(timestamp) is not str)
+        or (latency is not None and type(latency) is not int)
+    ):
+        return None
+    if "action" in step:
+        action = step["action"]
+        if type(action) is not dict:
+            return None
+        tool = action.get("tool")
+        raw_input = action.get("input", MISSING)
+        obs = step.get("observation")
+        if obs is None:
+            output = None
+        elif type(obs) is dict:
+            output = obs.get("text")
+        else:
+            return None
+    else:
+        tool = step.get("tool")
+        raw_input = step.get("input", MISSING)
+        output = step.get("output")
+    if type(tool) is not str or not tool or (output is not None and type(output) is not str):
+        return None
+    arguments, text = step_input(raw_input)
+    return Step(
+        index=position if index is None else index,
+        tool=tool,
+        text=text,
+        observation=output or "",
+        arguments=arguments,
+        timestamp=timestamp,
+        latency_ms=latency,
+    )
 
 
 def _atif_doc(doc: Node) -> Trajectory:
@@ -251,11 +318,24 @@ def _run(fn: Callable[[Any], Any], view: FrozenDict, hook: _OracleHook, traj: Tr
     return Result(checked, None, hook.calls, time.perf_counter() - started)
 
 
+def _view(traj: Trajectory) -> FrozenDict:
+    """``build_view`` with the cyclic GC paused, as monsearch's ``build_views`` does: a
+    view holds no reference cycles, and the collections its thousands of new objects
+    would trigger (full ones too, in a host with a large heap) slow the build."""
+    if not gc.isenabled():
+        return build_view(traj)
+    gc.disable()
+    try:
+        return build_view(traj)
+    finally:
+        gc.enable()
+
+
 def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
     """Score one trajectory with a fresh program instance; never raises for the program."""
     traj = load(trajectory)
     hook = _OracleHook(oracle, _cap())
-    return _run(_instance(hook), build_view(traj), hook, traj)
+    return _run(_instance(hook), _view(traj), hook, traj)
 
 
 def score(trajectory: Any, *, oracle: Oracle | None = None) -> float:
@@ -271,7 +351,7 @@ def score_many(trajectories: Iterable[Any], *, oracle: Oracle | None = None) -> 
     out = []
     for t in trajectories:
         traj = load(t)
-        out.append(_run(fn, build_view(traj), hook, traj))
+        out.append(_run(fn, _view(traj), hook, traj))
     return out
 
 
@@ -288,8 +368,7 @@ def score_steps(trajectory: Any, *, oracle: Oracle | None = None) -> list[float]
     hook = _OracleHook(oracle, _cap())
     fn = _instance(hook)
     return [
-        _run(fn, build_view(_prefix(traj, k)), hook, traj).score
-        for k in range(1, len(traj.steps) + 1)
+        _run(fn, _view(_prefix(traj, k)), hook, traj).score for k in range(1, len(traj.steps) + 1)
     ]
 
 
@@ -391,10 +470,10 @@ def findings(trajectory: Any, *, top: int = 10, oracle: Oracle | None = None) ->
     traj = load(trajectory)
     hook = _OracleHook(oracle, _cap())
     fn = _instance(hook)
-    full = build_view(traj)
+    full = _view(traj)
     result = _run(fn, full, hook, traj)
     prefix = [
-        _run(fn, build_view(_prefix(traj, k)), hook, traj).score for k in range(len(traj.steps) + 1)
+        _run(fn, _view(_prefix(traj, k)), hook, traj).score for k in range(len(traj.steps) + 1)
     ]
     steps: list[dict[str, Any]] = []
     for k in range(1, len(prefix)):

@@ -1,0 +1,117 @@
+"""The exported plugin's fast paths give exactly what the slow paths they skip give."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+
+import pytest
+from export_support import shared_setup
+
+re2 = pytest.importorskip("re2")
+
+
+@pytest.fixture(scope="module")
+def plugin(tmp_path_factory):
+    folder, meta = shared_setup(tmp_path_factory)["plugins"]["seed"]
+    src = str(folder / "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+    return importlib.import_module(meta["package"])
+
+
+def _doc(steps: list) -> dict:
+    return {
+        "atif_version": "1.7",
+        "trajectory_id": "t1",
+        "task": {"name": "task", "prompt": "p"},
+        "outcome": "no_flag",
+        "steps": steps,
+    }
+
+
+def _reader_steps(plugin, doc: dict) -> list[dict]:
+    """The steps as the vendored reader alone reads them (no fast path)."""
+    core = plugin.core
+    node = core.Node(doc, "<trajectory>", "$")
+    return [
+        dataclasses.asdict(core._sb._read_step(n, i)) for i, n in enumerate(node.array("steps"))
+    ]
+
+
+GOOD_STEPS = [
+    {
+        "action": {"tool": "execute_command", "input": {"command": "ls"}},
+        "observation": {"text": "a"},
+    },
+    {"action": {"tool": "think", "input": "hm"}, "index": 7, "timestamp": "2025-01-01T00:00:00Z"},
+    {"action": {"tool": "x", "input": [1, 2]}, "observation": None, "latency_ms": 5},
+    {"action": {"tool": "x"}, "observation": {"text": None}, "index": None},
+    {"tool": "execute_command", "input": {"cmd": "id"}, "output": "uid=0"},
+    {"tool": "x", "input": "raw", "output": None},
+]
+
+BAD_STEPS = [
+    "not an object",
+    {"action": None},
+    {"action": {"tool": ""}},
+    {"action": {"tool": 3}},
+    {"action": {"tool": "x"}, "observation": "text"},
+    {"action": {"tool": "x"}, "observation": {"text": 5}},
+    {"action": {"tool": "x"}, "index": True},
+    {"action": {"tool": "x"}, "latency_ms": 1.5},
+    {"action": {"tool": "x"}, "timestamp": 5},
+    {"tool": "x", "output": 3},
+]
+
+
+def test_plain_steps_read_as_the_reader_reads_them(plugin):
+    doc = _doc(GOOD_STEPS)
+    assert [dataclasses.asdict(s) for s in plugin.load(doc).steps] == _reader_steps(plugin, doc)
+
+
+@pytest.mark.parametrize("bad", BAD_STEPS)
+def test_odd_steps_fail_as_the_reader_fails(plugin, bad):
+    doc = _doc([GOOD_STEPS[0], bad])
+    with pytest.raises(plugin.InputError) as fast:
+        plugin.load(doc)
+    with pytest.raises(plugin.InputError) as slow:
+        _reader_steps(plugin, doc)
+    assert str(fast.value) == str(slow.value)
+
+
+PATTERNS = [
+    r"",
+    r"a*",
+    r"(a)|(b)",
+    r"(?P<n>[0-9]+)",
+    r"/[0-9]+|/[0-9a-fA-F-]{8,}",
+    r"\b",
+    r"(é+)|x",
+]
+TEXTS = ["", "abc/123/x", "ab ab/12345678-aa é ab", "ééa", "x" * 40, "/1/22/333"]
+
+
+def _match(m) -> tuple | None:
+    if m is None:
+        return None
+    n = m.re.groups
+    return (m.span(), m.groups(), m.groups(""), [m[i] for i in range(n + 1)], m.groupdict())
+
+
+def test_shim_patterns_match_as_google_re2(plugin):
+    shim = sys.modules[plugin.__name__ + "._vendor._re2"]
+    if shim.ENGINE != "re2":
+        pytest.skip("the plugin runs on its stdlib stand-in here")
+    for pattern in PATTERNS:
+        ours, theirs = shim.compile(pattern), re2.compile(pattern)
+        for text in TEXTS:
+            assert _match(ours.search(text)) == _match(theirs.search(text))
+            assert [_match(m) for m in ours.finditer(text)] == [
+                _match(m) for m in theirs.finditer(text)
+            ]
+            assert ours.findall(text) == theirs.findall(text)
+            assert ours.split(text) == theirs.split(text)
+            assert ours.subn("<\\g<0>>", text) == theirs.subn("<\\g<0>>", text)
+            assert ours.subn("z", text, 1) == theirs.subn("z", text, 1)
