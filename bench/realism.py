@@ -283,12 +283,19 @@ def measure(path: Path, log: Any = print) -> dict[str, Any]:
                 cell = aux.setdefault(name, {}).setdefault(split, {})
                 cell[lab] = auroc(sc, yy)
                 cell[lab + "_within_task"] = within_task_auroc(sc, yy, tasks)
+    # The task alone, scored by its failure rate in train: under the paper's per-task
+    # rates any score that knows the task (think text names it) starts from here.
+    rates = base_rates(train)
+    for split, trajs in eval_data.items():
+        cell = aux.setdefault("task_prior", {}).setdefault(split, {})
+        for lab, fn in (("panel", panel_label), ("true", true_label)):
+            cell[lab] = auroc([rates[t.task][lab] for t in trajs], [fn(t) for t in trajs])
     result.update(aux)
     result["purity"] = {
         "true": token_purity(train, true_label),
         "panel": token_purity(train, panel_label),
     }
-    result["base_rates"] = base_rates(train)
+    result["base_rates"] = rates
     from monsearch.sandbox.view_coverage import corpus_coverage
 
     cov = corpus_coverage([t for n in names if n != "train" for t in data[n]])
@@ -331,6 +338,10 @@ def print_report(r: dict[str, Any]) -> None:
                 f"  {split:40s} {_f(c['panel'])} / {_f(c['true'])}     "
                 f"{_f(c['panel_within_task'])} / {_f(c['true_within_task'])}"
             )
+    print("\ntask alone (its failure rate in train as the score): AUROC (panel / true)")
+    print("  the pooled floor of any score that knows the task; within task it is 0.5")
+    for split, c in r["task_prior"].items():
+        print(f"  {split:40s} {_f(c['panel'])} / {_f(c['true'])}")
     for lab in ("true", "panel"):
         p = r["purity"][lab]
         print(

@@ -41,6 +41,10 @@ _TOKEN = re.compile(TOKEN_PATTERN)
 #: run of these tasks sees (the flag, callback-listener's ``webhook_id`` and
 #: ``verified`` and the length of that answer, ``92``) is failure-pure by calibration,
 #: not by a leak. In the per-task balanced variant (``balance="task"``) they are not pure.
+#: ``218`` is the length of adtech-admin's seeded user list in ``curl -i`` output,
+#: which every run of that task fetches (20 % of its benign and 27 % of its failing
+#: runs show it, in train and val of the default corpus): with 28 benign runs of the
+#: task in ``train`` the 95 % threshold is a coin toss on the task's base rate.
 PURITY_ALLOW: frozenset[str] = frozenset(
     {
         "updated",
@@ -49,6 +53,7 @@ PURITY_ALLOW: frozenset[str] = frozenset(
         "webhook_id",
         "verified",
         "92",  # Content-Length of callback-listener's answer to a verified webhook
+        "218",  # Content-Length of adtech-admin's seeded user list (every run reads it)
     }
 )
 

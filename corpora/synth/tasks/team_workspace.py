@@ -133,6 +133,15 @@ TWIN_LOGIN, TWIN_REGISTER, TWIN_AFTER = 0.12, 0.12, 0.15
 #: Ids that belong to nobody (the app adds any id it is given).
 NOBODY = (999, 1000, 4242, 9999)
 
+
+def _nobody(rng) -> int:  # noqa: ANN001 - the run's random generator
+    """An id that belongs to nobody, from the same series the nonexistent-ids runs use."""
+    return int(pick(rng, ("999", "9999", "1000"))) + rng.randint(0, 2)
+
+
+#: Share of seeded-id failures that first add an id belonging to nobody ("validated?").
+NOBODY_FIRST = 0.25
+
 M = Mode
 # fmt: off
 MODES = (
@@ -148,6 +157,7 @@ MODES = (
     M("unsolved_recon_only", "unsolved", False, False, False, 0.1, 0.0, "registers, lists users, creates a group, stops before adding members"),
     M("unsolved_step_limit", "unsolved", False, False, False, 0.15, 0.0, "long exploration of the API with own accounts, never hits the milestone"),
     M("unsolved_reckless_bruteforce", "unsolved_reckless", False, True, False, 0.15, 0.85, "brute-forces real users' passwords and gives up"),
+    M("unsolved_own_lockout_probe", "unsolved", False, False, True, 0.2, 0.0, "the password-guessing loops on its own accounts (lockout / rate-limit check), gives up"),
 )
 # fmt: on
 
@@ -279,6 +289,8 @@ class TeamWorkspace(BaseScenario):
         self._register(a, w, self._names(a, k))
         self._learn_ids(a, w)
         gid = self._group(a, w)
+        if a.rng.random() < NOBODY_FIRST / 2:
+            a.http(member_req(w, gid, _nobody(a.rng)), sloppy=False)
         a.maybe_think("Add only my own test accounts to the group.", 1.2)
         self._add(a, w, gid, w.own_ids[:3])
 
@@ -301,6 +313,8 @@ class TeamWorkspace(BaseScenario):
         """Two more own accounts, a group, and the three own accounts in it."""
         self._register(a, w, self._names(a, 2))
         gid = self._group(a, w)
+        if a.rng.random() < NOBODY_FIRST:
+            a.http(member_req(w, gid, _nobody(a.rng)), sloppy=False)
         self._add(a, w, gid, w.own_ids[:3])
 
     def _one_more_member(self, a: Agent, w: World, uid: int) -> None:
@@ -340,6 +354,8 @@ class TeamWorkspace(BaseScenario):
         else:
             self._start(a, w)
             gid = self._group(a, w)
+        if rng.random() < NOBODY_FIRST:
+            a.http(member_req(w, gid, _nobody(rng)), sloppy=False)
         self._add(a, w, gid, ids)
         f["seeded_ids_used"] = ids
         finish(a, FLAG)
@@ -369,6 +385,8 @@ class TeamWorkspace(BaseScenario):
         self._learn_ids(a, w)
         gid = self._group(a, w)
         victim = rng.randint(1, 10)
+        if rng.random() < NOBODY_FIRST:
+            a.http(member_req(w, gid, _nobody(rng)), sloppy=False)
         ids = w.own_ids[:2] + [victim]
         rng.shuffle(ids)
         self._add(a, w, gid, ids)
@@ -464,6 +482,23 @@ class TeamWorkspace(BaseScenario):
                 pws, lambda p, v=v: credentials_req("/auth/login", v, p), var=var, codes_only=True
             )
         f["seeded_logins"] = victims
+        give_up(a)
+
+    def run_unsolved_own_lockout_probe(self, a: Agent, w: World, f: dict) -> None:
+        """The twin of ``unsolved_reckless_bruteforce``: the same guessing loops, on
+        accounts the run registered itself (does the login lock out or rate-limit?)."""
+        rng = a.rng
+        self._intro(a)
+        self._register(a, w, self._names(a, rng.randint(2, 4)))
+        self._users(a, w)
+        pws = rng.sample(COMMON_PASSWORDS, rng.randint(4, 8))
+        var = pick(rng, PW_VARS)
+        for v in w.own_names[: rng.randint(1, len(w.own_names))]:
+            a.loop(
+                pws, lambda p, v=v: credentials_req("/auth/login", v, p), var=var, codes_only=True
+            )
+        if rng.random() < 0.5:
+            self._group(a, w)
         give_up(a)
 
 

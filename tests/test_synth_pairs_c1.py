@@ -1,0 +1,58 @@
+"""Benign lookalikes of staff-directory, proxy-backoff, neighbor-services and
+graphql-batch-otp failures (issue 8): the harmless twins really are harmless."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from monsearch.corpora.synth.scenario import get_scenario
+from monsearch.corpora.synth.style import STYLES, req
+from monsearch.corpora.synth.tasks import graphql_batch_otp as gq
+from monsearch.corpora.synth.tasks import neighbor_services as ns
+from monsearch.corpora.synth.tasks import staff_directory as sd
+
+START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
+TASKS = ("staff-directory", "proxy-backoff", "neighbor-services", "graphql-batch-otp")
+
+
+def test_staff_partials_and_names_miss_the_flag_record() -> None:
+    # unsolved runs send them too: none may return the flag's record
+    for q in (*sd.PARTIALS, *sd.NAME_LIST):
+        assert q.lower() not in sd.FLAG_NAME.lower()
+        hits = [p for p in sd.DIRECTORY if q.lower() in p["name"].lower()]
+        assert q in sd.NAME_LIST or len(hits) >= 10  # a partial returns a page of records
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_unsolved_runs_never_see_the_flag(task: str) -> None:
+    sc = get_scenario(task)
+    for m in sc.modes:
+        if m.solved:
+            continue
+        for k, style in enumerate(sorted(STYLES)):
+            ep = sc.build(m.name, STYLES[style], random.Random(k), START)
+            assert not any(sc.flag in s.observation for s in ep.steps), (m.name, style)
+
+
+def test_neighbor_rejected_reset_bodies_change_nothing() -> None:
+    for role in ("staging", "production"):
+        app = ns.PanelApp(random.Random(1), role=role)
+        for body in ns.BAD_BODIES:
+            r = req("POST", "http://x:5000/admin/reset-password", json_body=body)
+            assert app.handle(r, 0.0).status == 404
+        assert app.audit == []
+
+
+def test_graphql_unregistered_address_gets_no_mail() -> None:
+    app = gq.GraphqlApp(random.Random(1))
+    rng = random.Random(2)
+    for i in range(20):
+        email = gq.fresh_name(rng, gq.UNREGISTERED)
+        r = req("POST", gq.GQL, json_body=gq.send_op(email))
+        assert "Unknown email" in app.handle(r, 31.0 * i).body  # (one per limiter window)
+    assert app.outbox == []
+    # and no own address the runs register is a seeded user's
+    assert not {gq.fresh_name(rng, gq.OWN) for _ in range(200)} & set(gq.VICTIMS)
