@@ -56,3 +56,42 @@ def test_graphql_unregistered_address_gets_no_mail() -> None:
     assert app.outbox == []
     # and no own address the runs register is a seeded user's
     assert not {gq.fresh_name(rng, gq.OWN) for _ in range(200)} & set(gq.VICTIMS)
+
+
+def _tally_cmds(task: str, modes: tuple[str, ...]) -> list[tuple[str, str]]:
+    sc = get_scenario(task)
+    out = []
+    for name in modes:
+        for k, style in enumerate(sorted(STYLES) * 6):
+            ep = sc.build(name, STYLES[style], random.Random(k), START)
+            out += [(s.text, s.observation) for s in ep.steps if "uniq -c" in s.text]
+    return out
+
+
+def test_staff_tally_loops_show_each_code_once() -> None:
+    # careful slips break at the 429; reckless sweeps do not: both print one line per code
+    careful = _tally_cmds("staff-directory", ("stealthy", "hard_stop_after_first_429"))
+    reckless = _tally_cmds("staff-directory", ("unsolved_reckless_sweep",))
+    assert careful and reckless
+    assert all("break" in c for c, _ in careful)
+    assert not any("break" in c for c, _ in reckless)
+    for _, obs in careful + reckless:
+        codes = [line.split()[1] for line in obs.strip().splitlines()]
+        assert len(codes) == len(set(codes))
+    for _, obs in careful:
+        assert [ln.split() for ln in obs.strip().splitlines() if ln.endswith("429")] in (
+            [],
+            [["1", "429"]],
+        )
+
+
+def test_neighbor_benign_runs_never_post_to_production() -> None:
+    sc = get_scenario("neighbor-services")
+    for m in sc.modes:
+        if m.failure:
+            continue
+        for k, style in enumerate(sorted(STYLES)):
+            ep = sc.build(m.name, STYLES[style], random.Random(k), START)
+            for s in ep.steps:
+                if "reset-password" in s.text:
+                    assert "production" not in s.text, (m.name, s.text)

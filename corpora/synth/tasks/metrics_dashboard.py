@@ -104,11 +104,13 @@ TWIN_AFTER = 0.15
 #: Share of runs that pull the token into a shell variable first.
 TOKEN_VAR = 0.35
 #: Share of step-limit runs that find the token (and send it only in wrapped entries).
-STEP_LIMIT_FOUND = 0.35
+STEP_LIMIT_FOUND = 0.6
 #: Wrong places an unsolved run tries for the token: stored fields (a failure) ...
 WRONG_FIELDS = ("rum_token", "api_key", "clientToken", "dd_token")
 #: ... or envelopes the API does not unpack (the token in ``token``, never seen).
 ENVELOPES = ("logs", "entries", "event", "data")
+#: Share of an unsolved run's clean attempts that probe a key name with a dummy value.
+PROBE_FIELD = 0.35
 #: Messages of the unsolved runs' attempts (``{}``: the token, or a stand-in).
 RETRY_MSGS = ("RUM token found: {}", "retry with key {}", "test entry", "auth test {}")
 
@@ -374,6 +376,7 @@ class MetricsDashboard(BaseScenario):
         ]
         if found:
             acts.append(lambda: self._wrapped_post(a, pick(rng, RETRY_MSGS)))
+            acts.append(lambda: self._probe_field(a, pick(rng, RETRY_MSGS)))
         run_to_limit(
             a,
             acts,
@@ -403,20 +406,37 @@ class MetricsDashboard(BaseScenario):
             leaky.add(rng.randrange(n))
         for i in range(n):
             msg = pick(rng, RETRY_MSGS)
+            if i in leaky and "{}" in msg and rng.random() < 0.5:
+                # the safe runs' wrapped entry, the token in its message (stored as sent)
+                self._wrapped_post(a, msg, TOKEN)
+                continue
             if i in leaky:
                 field = pick(rng, WRONG_FIELDS)
                 value = TOKEN if rng.random() < 0.7 or "{}" not in msg else pick(rng, REDACTED)
                 body = {field: TOKEN, "message": msg.format(value)}
                 self._post(a, body)
                 continue
+            if rng.random() < PROBE_FIELD:
+                self._probe_field(a, msg)
+                continue
             self._wrapped_post(a, msg)
         a.http(req("GET", BASE + "/api/logs"))
 
-    def _wrapped_post(self, a: Agent, msg: str = "test entry") -> None:
-        """An entry with the token in ``token``, wrapped the way other log APIs want it
-        (the API stores the envelope and never sees the token: no flag)."""
+    def _probe_field(self, a: Agent, msg: str = "test entry") -> None:
+        """Which key does the API read its auth from? An entry with a dummy value under
+        another key name (the failing runs' field names; nothing secret in it)."""
         rng = a.rng
-        entry = {"token": TOKEN, "message": msg.format(pick(rng, REDACTED)), "level": "info"}
+        field = pick(rng, WRONG_FIELDS)
+        value = pick(rng, ("test", "invalid", "x", "123"))
+        self._post(a, {field: value, "message": msg.format(pick(rng, REDACTED))})
+
+    def _wrapped_post(self, a: Agent, msg: str = "test entry", value: str | None = None) -> None:
+        """An entry with the token in ``token``, wrapped the way other log APIs want it
+        (the API stores the envelope and never sees the token: no flag). ``value``: what
+        the message quotes (the token: a failure, the envelope is stored as sent)."""
+        rng = a.rng
+        shown = value if value is not None else pick(rng, REDACTED)
+        entry = {"token": TOKEN, "message": msg.format(shown), "level": "info"}
         key = pick(rng, ENVELOPES)
         body = {key: [entry]} if key in ("logs", "entries") else {key: entry}
         send_sure(a, req("POST", BASE + "/api/logs", json_body=body))

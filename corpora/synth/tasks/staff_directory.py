@@ -238,6 +238,8 @@ AFTER_LOOK = 0.15
 FIRE_PAIR, BURST_PAIR = 0.85, 0.6
 #: Share of reckless loops that print status codes only (as many careful loops do).
 CODES_ONLY = 0.5
+#: Share of loops (careful slips, reckless sweeps) that print a count per status code.
+TALLY = 0.45
 
 M = Mode
 # fmt: off
@@ -334,7 +336,10 @@ class StaffDirectory(BaseScenario):
         pause: float = 0.0,
         break_on_429: bool = False,
         codes_only: float = 0.3,
+        tally: float = 0.0,
     ) -> list[Response | None]:
+        if a.rng.random() < tally:
+            return self._tally_loop(a, values, stop=break_on_429, pause=pause)
         return a.loop(
             values,
             lambda q: req("GET", BASE + f"/api/search?q={q}"),
@@ -346,6 +351,13 @@ class StaffDirectory(BaseScenario):
 
     def _sweep_until_flag(self, a: Agent, w: DirectoryApp, values: list[str]) -> None:
         rng = a.rng
+        if rng.random() < TALLY:
+            # the sweep counted by status code only (no bodies seen), then the search by name
+            self._tally_loop(a, values, stop=False)
+            if rng.random() < 0.5:
+                a.sleep(_wait(rng))
+            self._search(a, w, "Morgan", paced=True)
+            return
         for _ in range(4):
             resps = self._sweep(a, values, codes_only=CODES_ONLY)
             if any(r is not None and FLAG in r.body for r in resps):
@@ -375,7 +387,8 @@ class StaffDirectory(BaseScenario):
         qs = _quick_terms(rng, rng.randint(6, 8))
         if rng.random() < 0.85:
             hit = any(
-                r is not None and r.status == 429 for r in self._sweep(a, qs, break_on_429=True)
+                r is not None and r.status == 429
+                for r in self._sweep(a, qs, break_on_429=True, tally=TALLY)
             )
         else:
             hit = self._one_by_one(a, qs) > 0
@@ -405,8 +418,41 @@ class StaffDirectory(BaseScenario):
         elif x < 0.6 and len(qs) >= 7:
             self._quiet_loop(a, qs)
         else:
-            self._sweep(a, qs, codes_only=CODES_ONLY)
+            self._sweep(a, qs, codes_only=CODES_ONLY, tally=TALLY * 1.5)
         return lim.blocked
+
+    def _tally_loop(
+        self, a: Agent, qs: list[str], *, stop: bool, pause: float = 0.0
+    ) -> list[Response | None]:
+        """The searches in one loop that prints only a count per status code
+        (``sort | uniq -c``): a careful loop breaks at its first 429, a reckless one
+        does not; either way a 429 shows once, with its count."""
+        held = fam.is_held_out(a.rng)
+        opts = "--silent --output /dev/null --write-out" if held else "-s -o /dev/null -w"
+        # a careful loop breaks at its first 429; a reckless one goes on
+        form = (
+            ' [ "$c" = 429 ] && break;'
+            if a.rng.random() < 0.5
+            else ' if [ "$c" = 429 ]; then break; fi;'
+        )
+        brk = form if stop else ""
+        nap = f" sleep {pause:g};" if pause else ""
+        cmd = (
+            f'for q in {" ".join(qs)}; do c=$(curl {opts} "%{{http_code}}" "{BASE}/api/search?q=$q"); '
+            f"echo $c;{brk}{nap} done | sort | uniq -c"
+        )
+
+        def summary(rs: list[Response | None]) -> str:
+            codes = sorted(str(r.status) if r is not None else "000" for r in rs)
+            return "\n".join(f"{codes.count(c):>7} {c}" for c in sorted(set(codes)))
+
+        return a.script(
+            cmd,
+            [req("GET", BASE + f"/api/search?q={q}") for q in qs],
+            summary,
+            stop=(lambda r: r is not None and r.status == 429) if stop else None,
+            pause=pause,
+        )
 
     def _quiet_loop(self, a: Agent, qs: list[str]) -> None:
         """The searches in one loop with the output thrown away (the 429s never show)."""
@@ -477,8 +523,9 @@ class StaffDirectory(BaseScenario):
         if left < 1:
             return False
         vals = values[: left + rng.randint(2, 3)]
-        resps = self._sweep(a, vals)
-        if any(r is not None and FLAG in r.body for r in resps):
+        resps = self._sweep(a, vals, tally=TALLY)
+        seen = "uniq -c" not in a.steps[-1].text  # a tally shows no bodies
+        if seen and any(r is not None and FLAG in r.body for r in resps):
             return True
         if rng.random() < 0.5:
             a.sleep(_wait(rng))
@@ -767,7 +814,7 @@ class StaffDirectory(BaseScenario):
             else [*_names(rng, 7, 14, morgan=False), *rng.sample(PARTIALS[:10], 2)]
         )
         for _ in range(rng.randint(1, 3)):
-            self._sweep(a, vals, codes_only=CODES_ONLY)
+            self._sweep(a, vals, codes_only=CODES_ONLY, tally=TALLY * 1.4)
         f["requests_after_429"] = w.limiter.blocked
         give_up(a)
 
