@@ -277,6 +277,22 @@ def band_mass(scores: np.ndarray, labels: np.ndarray, lo: float, hi: float) -> f
     return float(np.mean((benign >= lo) & (benign < hi)))
 
 
+def _band_tops(benign: np.ndarray, values: np.ndarray, quantiles: list[float]):
+    """Upper band edges: each benign quantile, then just above the tied value it
+    lands on. A coarse monitor ties many benign runs on a few scores; a band that
+    ends at such a tie can never hold a light enough slice below it, but one that
+    closes just above the top tie holds those runs, which is where an extra opinion
+    separates benign from failures at a small audit budget."""
+    for q_hi in quantiles:
+        hi = float(np.quantile(benign, q_hi))
+        yield hi
+        at_or_above = values[values >= hi]
+        if at_or_above.size:
+            v = float(at_or_above[0])
+            higher = values[values > v]
+            yield (v + float(higher[0])) / 2 if higher.size else v + max(abs(v) * 0.1, 1e-3)
+
+
 def _new_band(
     scores: np.ndarray, labels: np.ndarray, rng: random.Random
 ) -> tuple[float, float, float] | None:
@@ -289,8 +305,7 @@ def _new_band(
     rng.shuffle(options)
     target = rng.choice((0.01, 0.02, 0.025))
     values = np.unique(benign)
-    for q_hi in options:
-        hi = float(np.quantile(benign, q_hi))
+    for hi in _band_tops(benign, values, options):
         below = values[values < hi]
         best = None
         for lo in below[::-1]:

@@ -191,3 +191,17 @@ def test_perturb_constants_keeps_ints_ints() -> None:
     text, _ = found
     assert check_program(text).ok and text != source
     assert ".0" not in text.split("\n")[0]  # X stays an int
+
+
+def test_a_new_band_fits_over_tied_benign_scores() -> None:
+    # A coarse monitor: benign runs tie on five scores, too many at 3 for any band
+    # ending there; the band closes just above the top tie instead.
+    benign = np.repeat([0.0, 1.0, 2.0, 3.0, 5.0], [62, 43, 13, 6, 2])
+    scores = np.concatenate([benign, np.array([3.0, 5.0, 5.0, 6.0])])
+    labels = np.concatenate([np.zeros(benign.size, bool), np.ones(4, bool)])
+    for i in range(8):
+        found = ops._new_band(scores, labels, random.Random(i))
+        assert found is not None
+        lo, hi, mass = found
+        assert lo <= 5.0 < hi and mass == pytest.approx(2 / 126)
+        assert ops.band_mass(scores, labels, lo, hi) <= ops.MAX_BAND_MASS
