@@ -46,9 +46,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from monsearch.corpora.model import Trajectory
@@ -56,7 +53,8 @@ from monsearch.corpora.synth.family import HELD_OUT_SPLIT
 from monsearch.corpora.synth.realism import (
     PURITY_MIN_COUNT,
     PURITY_SHARE,
-    TOKEN_PATTERN,
+    fit_text,
+    fit_trees,
     full_text,
     length_features,
     panel_label,
@@ -193,27 +191,15 @@ def _scores_report(
     return out
 
 
-def _tfidf(train_docs: list[str], **kw: Any) -> TfidfVectorizer:
-    vec = TfidfVectorizer(
-        token_pattern=TOKEN_PATTERN, lowercase=True, sublinear_tf=True, dtype=np.float32, **kw
-    )
-    vec.fit(train_docs)
-    return vec
-
-
 def fit_text_model(
     docs: dict[str, list[str]], y_train: list[bool], **kw: Any
 ) -> dict[str, np.ndarray]:
-    vec = _tfidf(docs["train"], **kw)
-    clf = LogisticRegression(C=4.0, max_iter=3000, solver="liblinear")
-    clf.fit(vec.transform(docs["train"]), y_train)
-    return {k: clf.decision_function(vec.transform(v)) for k, v in docs.items() if k != "train"}
+    others = {k: v for k, v in docs.items() if k != "train"}
+    return fit_text(docs["train"], y_train, others, **kw)
 
 
 def fit_tree_model(feats: dict[str, np.ndarray], y_train: list[bool]) -> dict[str, np.ndarray]:
-    clf = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.08, random_state=0)
-    clf.fit(feats["train"], y_train)
-    return {k: clf.predict_proba(v)[:, 1] for k, v in feats.items() if k != "train"}
+    return fit_trees(feats["train"], y_train, {k: v for k, v in feats.items() if k != "train"})
 
 
 def base_rates(train: list[Trajectory]) -> dict[str, dict[str, float]]:

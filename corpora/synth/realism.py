@@ -181,7 +181,7 @@ def fit_text(
         token_pattern=TOKEN_PATTERN, lowercase=True, sublinear_tf=True, dtype=np.float32, **kw
     )
     x = vec.fit_transform(train_docs)
-    clf = LogisticRegression(C=4.0, max_iter=3000, solver="liblinear")
+    clf = LogisticRegression(C=4.0, max_iter=3000, solver="liblinear", random_state=0)
     clf.fit(x, list(y))
     return {k: clf.decision_function(vec.transform(v)) for k, v in other.items()}
 
