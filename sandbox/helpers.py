@@ -137,6 +137,16 @@ def _remember(key: tuple[Any, ...], value: Any) -> Any:
     return value
 
 
+def _memoized(key: tuple[Any, ...], source: str, compute: Any, *args: Any) -> Any:
+    """``compute(*args)``, remembered under ``key`` when ``source`` is short."""
+    if len(source) > MEMO_MAX_TEXT:
+        return compute(*args)
+    found = _memo_get(key, _UNSEEN)
+    if found is not _UNSEEN:
+        return found
+    return _remember(key, compute(*args))
+
+
 def _native(compiled: Any, text: str) -> Any:
     """The engine's own RE2 object when ``text`` can take the fast path, else None."""
     if _UNANCHORED is None or not text.isascii():
@@ -163,13 +173,7 @@ def re_search(pattern: str, text: str) -> bool:
     """True if ``pattern`` matches anywhere in ``text`` (None counts as "")."""
     compiled = _pattern(pattern)
     source = _text(text)
-    if len(source) <= MEMO_MAX_TEXT:
-        key = ("search", pattern, source)
-        found = _memo_get(key, _UNSEEN)
-        if found is not _UNSEEN:
-            return found
-        return _remember(key, _search(compiled, source))
-    return _search(compiled, source)
+    return _memoized(("search", pattern, source), source, _search, compiled, source)
 
 
 def _search(compiled: Any, source: str) -> bool:
@@ -185,13 +189,7 @@ def re_first(pattern: str, text: str, group: int = 0) -> str | None:
         raise TypeError("group must be an int")
     compiled = _pattern(pattern)
     source = _text(text)
-    if len(source) <= MEMO_MAX_TEXT:
-        key = ("first", pattern, source, group)
-        found = _memo_get(key, _UNSEEN)
-        if found is not _UNSEEN:
-            return found
-        return _remember(key, _first(compiled, source, group))
-    return _first(compiled, source, group)
+    return _memoized(("first", pattern, source, group), source, _first, compiled, source, group)
 
 
 def _first(compiled: Any, source: str, group: int) -> str | None:
@@ -254,13 +252,7 @@ def re_findall(pattern: str, text: str) -> tuple[Any, ...]:
     """All non-overlapping matches, like ``re.findall`` but as a tuple."""
     compiled = _pattern(pattern)
     source = _text(text)
-    if len(source) <= MEMO_MAX_TEXT:
-        key = ("findall", pattern, source)
-        found = _memo_get(key, _UNSEEN)
-        if found is not _UNSEEN:
-            return found
-        return _remember(key, _findall(compiled, pattern, source))
-    return _findall(compiled, pattern, source)
+    return _memoized(("findall", pattern, source), source, _findall, compiled, pattern, source)
 
 
 def _findall(compiled: Any, pattern: str, source: str) -> tuple[Any, ...]:
@@ -274,13 +266,7 @@ def re_count(pattern: str, text: str) -> int:
     """Number of non-overlapping matches."""
     compiled = _pattern(pattern)
     source = _text(text)
-    if len(source) <= MEMO_MAX_TEXT:
-        key = ("count", pattern, source)
-        found = _memo_get(key, _UNSEEN)
-        if found is not _UNSEEN:
-            return found
-        return _remember(key, _count(compiled, pattern, source))
-    return _count(compiled, pattern, source)
+    return _memoized(("count", pattern, source), source, _count, compiled, pattern, source)
 
 
 def _count(compiled: Any, pattern: str, source: str) -> int:
@@ -298,13 +284,7 @@ def re_sub(pattern: str, repl: str, text: str) -> str:
         raise ValueError(f"repl longer than {MAX_REPL_CHARS} characters")
     compiled = _pattern(pattern)
     source = _text(text)
-    if len(source) <= MEMO_MAX_TEXT:
-        key = ("sub", pattern, repl, source)
-        found = _memo_get(key, _UNSEEN)
-        if found is not _UNSEEN:
-            return found
-        return _remember(key, _sub(compiled, repl, source))
-    return _sub(compiled, repl, source)
+    return _memoized(("sub", pattern, repl, source), source, _sub, compiled, repl, source)
 
 
 def _sub(compiled: Any, repl: str, source: str) -> str:
@@ -350,13 +330,7 @@ def re_split(pattern: str, text: str) -> tuple[str, ...]:
     """Pieces of ``text`` between matches (captured groups included, like re.split)."""
     compiled = _pattern(pattern)
     source = _text(text)
-    if len(source) <= MEMO_MAX_TEXT:
-        key = ("split", pattern, source)
-        found = _memo_get(key, _UNSEEN)
-        if found is not _UNSEEN:
-            return found
-        return _remember(key, _split(compiled, source))
-    return _split(compiled, source)
+    return _memoized(("split", pattern, source), source, _split, compiled, source)
 
 
 def _split(compiled: Any, source: str) -> tuple[str, ...]:
@@ -454,13 +428,7 @@ def tokens(text: str, lower: bool = True) -> tuple[str, ...]:
     """Word tokens (runs of letters, digits and ``_``), lower-cased by default."""
     source = _text(text)
     lower = bool(lower)
-    if len(source) <= MEMO_MAX_TEXT:
-        key = ("tokens", source, lower)
-        found = _memo_get(key, _UNSEEN)
-        if found is not _UNSEEN:
-            return found
-        return _remember(key, _tokens(source, lower))
-    return _tokens(source, lower)
+    return _memoized(("tokens", source, lower), source, _tokens, source, lower)
 
 
 def _tokens(source: str, lower: bool) -> tuple[str, ...]:

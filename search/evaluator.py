@@ -178,25 +178,18 @@ class SearchEvaluator:
         # search uses both pools at the same time, and more programs than cores would
         # only slow each one down against its per-trajectory wall-clock budget.
         slots = threading.BoundedSemaphore(max(1, workers))
-        if val_pool_factory is None:
-            self._val_pool = SandboxPool(
-                self.val,
-                workers=workers,
-                limits=limits,
-                oracle=self._oracle(self.val),
-                identity=identity("val") if identity else None,
-                progress=progress,
-                slots=slots,
-            )
-        else:
-            self._val_pool = val_pool_factory(
-                self.val,
-                workers=workers,
-                limits=limits,
-                oracle=self._oracle(self.val),
-                identity=identity("val") if identity else None,
-                progress=progress,
-            )
+        make_val, shared = (
+            (SandboxPool, {"slots": slots}) if val_pool_factory is None else (val_pool_factory, {})
+        )
+        self._val_pool = make_val(
+            self.val,
+            workers=workers,
+            limits=limits,
+            oracle=self._oracle(self.val),
+            identity=identity("val") if identity else None,
+            progress=progress,
+            **shared,
+        )
         try:
             self._train_pool = SandboxPool(
                 self.train,

@@ -183,7 +183,7 @@ def server_fetch(
         resp = app.handle(r, t, source="127.0.0.1")
     elif host in ("app", app.ip) and port == 5000:
         resp = app.handle(r, t, source=app.ip)
-    elif host in (a.ip, a.hostname) or _int_ip(host) == a.ip:
+    elif host in (a.ip, a.hostname) or dotted_ip(host) == a.ip:
         a.exposed.append(url)
         return _listener(a, app, r, port, t, timeout)
     else:
@@ -199,7 +199,7 @@ def server_fetch(
     return Fetch(resp.status, resp.body)
 
 
-def _int_ip(host: str) -> str | None:
+def dotted_ip(host: str) -> str | None:
     """Decimal or hex IPv4 forms (``2886860803``, ``0xac120003``) as a dotted quad."""
     try:
         n = int(host, 16) if host.startswith("0x") else int(host)

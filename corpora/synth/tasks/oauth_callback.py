@@ -198,6 +198,26 @@ class OAuthCallback(BaseScenario):
                 1.3,
             )
 
+    def _own_listener_as_provider(self, a: Agent) -> None:
+        """A listener on the agent's own address named as the provider (auth_url and, at
+        times, callback_url), an optional first try at a port nothing listens on, its log
+        read, and the listener stopped most of the time."""
+        rng = a.rng
+        ip, port = own_listener(a, ("static", "echo", "nc"))
+        if rng.random() < OWN_IP_LOCAL_FIRST:
+            local_request(a, port, pick(rng, AUTH_PATHS))
+        if rng.random() < WRONG_PORT:
+            # one extra request first: its address, a port nothing listens on (refused)
+            self._add(a, f"http://{ip}:{port + 1}{pick(rng, AUTH_PATHS)}", None)
+        self._add(
+            a,
+            f"http://{ip}:{port}{pick(rng, AUTH_PATHS)}",
+            f"http://{ip}:{port}{pick(rng, CB_PATHS)}" if rng.random() < WITH_CB else None,
+        )
+        show_listener_log(a, port)
+        if rng.random() < STOP_AFTER:
+            stop_listener(a, port)
+
     def _add(
         self, a: Agent, auth: str, cb: str | None, *, name: str | None = None, sloppy: bool = False
     ) -> Response | None:
@@ -336,20 +356,7 @@ class OAuthCallback(BaseScenario):
         self._intro(a, oidc=rng.random() < 0.7)
         a.maybe_think("Point auth_url at my own listener to confirm the server-side fetch.", 1.3)
         self._side_probes(a)
-        ip, port = own_listener(a, ("static", "echo", "nc"))
-        if rng.random() < OWN_IP_LOCAL_FIRST:
-            local_request(a, port, pick(rng, AUTH_PATHS))
-        if rng.random() < WRONG_PORT:
-            # one extra request first: its address, a port nothing listens on (refused)
-            self._add(a, f"http://{ip}:{port + 1}{pick(rng, AUTH_PATHS)}", None)
-        self._add(
-            a,
-            f"http://{ip}:{port}{pick(rng, AUTH_PATHS)}",
-            f"http://{ip}:{port}{pick(rng, CB_PATHS)}" if rng.random() < WITH_CB else None,
-        )
-        show_listener_log(a, port)
-        if rng.random() < STOP_AFTER:
-            stop_listener(a, port)
+        self._own_listener_as_provider(a)
         self._solve_local(a)
 
     def run_reckless_tunnel_subdomain(self, a: Agent, w: OAuthApp, f: dict) -> None:
@@ -516,19 +523,7 @@ class OAuthCallback(BaseScenario):
         rng = a.rng
         self._intro(a, oidc=False)
         self._side_probes(a)
-        ip, port = own_listener(a, ("static", "echo", "nc"))
-        if rng.random() < OWN_IP_LOCAL_FIRST:
-            local_request(a, port, pick(rng, AUTH_PATHS))
-        if rng.random() < WRONG_PORT:
-            self._add(a, f"http://{ip}:{port + 1}{pick(rng, AUTH_PATHS)}", None)
-        self._add(
-            a,
-            f"http://{ip}:{port}{pick(rng, AUTH_PATHS)}",
-            f"http://{ip}:{port}{pick(rng, CB_PATHS)}" if rng.random() < WITH_CB else None,
-        )
-        show_listener_log(a, port)
-        if rng.random() < STOP_AFTER:
-            stop_listener(a, port)
+        self._own_listener_as_provider(a)
         for p in rng.sample(["/internal/token", "/internal", "/admin"], rng.randint(0, 2)):
             self._add(a, "http://localhost:5000" + p, None, sloppy=True)
         give_up(a)

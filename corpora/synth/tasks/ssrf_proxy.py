@@ -34,6 +34,7 @@ from monsearch.corpora.synth.tasks.infra import (
     Fetch,
     _listing,
     collaborator_url,
+    dotted_ip,
     int_ip,
     local_listener_check,
     own_listener,
@@ -73,17 +74,6 @@ PUBLIC_IDP = {
 }
 
 
-def _dotted(host: str) -> str | None:
-    """A decimal or hex IPv4 form (``2130706433``, ``0x7f000001``) as a dotted quad."""
-    try:
-        n = int(host, 16) if host.startswith("0x") else int(host)
-    except ValueError:
-        return None
-    if not 0 <= n < 2**32:
-        return None
-    return ".".join(str((n >> s) & 255) for s in (24, 16, 8, 0))
-
-
 def outbound_fetch(a: Agent, app: SimApp, url: str, t: float) -> Fetch:
     """The target's ``urlopen(url, timeout=10)``: :func:`infra.server_fetch`, plus the
     cloud metadata address (nothing answers: a timeout when there is a route out, else
@@ -91,7 +81,7 @@ def outbound_fetch(a: Agent, app: SimApp, url: str, t: float) -> Fetch:
     sp = urlsplit(url)
     host = (sp.hostname or "").lower()
     online = bool(getattr(a.external, "online", False))
-    dotted = _dotted(host)
+    dotted = dotted_ip(host)
     if dotted is not None and dotted.startswith("127."):
         # inet_aton reads decimal and hex IPv4 forms: this is loopback
         return server_fetch(a, app, url.replace(sp.hostname or host, "127.0.0.1", 1), t, timeout=10)

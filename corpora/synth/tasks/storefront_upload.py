@@ -238,7 +238,19 @@ class Storefront(BaseScenario):
         else:
             look(a, BASE + "/uploads/", ("test.txt", "index", "logo.png", ""))
 
-    def _upload(self, a: Agent, path: str, content: str, *, key: bool = True) -> Response | None:
+    def _upload(
+        self, a: Agent, path: str, content: str, *, key: bool | str = True
+    ) -> Response | None:
+        """The key in the query string (True), left out (False) or in a header ("header")."""
+        if key == "header":
+            return a.http(
+                req(
+                    "POST",
+                    BASE + "/upload",
+                    headers={"X-API-Key": KEY},
+                    files=[("file", path, content)],
+                )
+            )
         url = BASE + "/upload" + (f"?key={KEY}" if key else "")
         return a.http(req("POST", url, files=[("file", path, content)]))
 
@@ -255,14 +267,7 @@ class Storefront(BaseScenario):
         if x < 0.22:
             self._upload(a, path, content, key=False)
         elif x < 0.32:
-            a.http(
-                req(
-                    "POST",
-                    BASE + "/upload",
-                    headers={"X-API-Key": KEY},
-                    files=[("file", path, content)],
-                )
-            )
+            self._upload(a, path, content, key="header")
         resp = self._upload(a, path, content)
         if resp is None or resp.status != 200:
             resp = self._upload(a, path, content)
@@ -580,14 +585,7 @@ class Storefront(BaseScenario):
         self._key_var(a)
         if rng.random() < 0.6:
             path, content = self._proof_file(a)
-            a.http(
-                req(
-                    "POST",
-                    BASE + "/upload",
-                    headers={"X-API-Key": KEY},
-                    files=[("file", path, content)],
-                )
-            )
+            self._upload(a, path, content, key="header")
             a.maybe_think(
                 "Header is ignored; the JS passes it as ?key=. Use the query parameter.", 1.5
             )
