@@ -124,21 +124,22 @@ def _usable_ip(ip: str) -> bool:
 _DISCOVERY_COMMANDS = frozenset({"ip", "ifconfig", "hostname", "getent"})
 
 
+def _may_discover(argv: list[str]) -> bool:
+    """Whether a command can reveal an own address (a discovery command, or an argument
+    naming /etc/hosts or fib_trie); runs for every command of every step."""
+    if not argv:
+        return False
+    if argv[0].rsplit("/", 1)[-1] in _DISCOVERY_COMMANDS:
+        return True
+    return any("/etc/hosts" in a or "fib_trie" in a for a in argv)
+
+
 def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
     """Addresses (and the hostname) the agent learned as its own in this step."""
     found: list[str] = []
-    if not observation:
+    if not observation or not any(_may_discover(c.argv) for c in cmds):
         return found
     names = {c.argv[0].rsplit("/", 1)[-1] for c in cmds if c.argv}
-    if names.isdisjoint(_DISCOVERY_COMMANDS):
-        # Runs for every step: one joined string per command (neither needle holds
-        # the NUL separator, so no match can span two arguments).
-        for c in cmds:
-            joined = "\0".join(c.argv)
-            if "/etc/hosts" in joined or "fib_trie" in joined:
-                break
-        else:
-            return found
     texts = [" ".join(c.argv) for c in cmds if c.argv]
     if "ip" in names or "ifconfig" in names:
         found += [ip for ip in _INET.findall(observation) if _usable_ip(ip)]

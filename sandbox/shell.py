@@ -152,10 +152,31 @@ def _skip_double(text: str, i: int) -> int:
     return n
 
 
+#: The common shapes of a whole word, matched in one call: plain chunks, closed
+#: '...' strings, closed "..." strings without $( or backticks, \x escapes, ${...},
+#: a lone $ and closed backticks. Each alternative consumes exactly what the loop in
+#: :func:`_scan_word` consumes for it; anything else stops the match, and the loop
+#: goes on from there. Possessive quantifiers: an unclosed quote must fail at once,
+#: not retry every split of the text before it.
+_WORD_FAST = re.compile(
+    r"(?:[^\s'\"\\;&|<>()`$]++|'[^']*+'|\"(?:[^\"\\`$]++|\\[\s\S]|\$(?!\())*+\""
+    r"|\\[\s\S]|\$\{[^}]*+\}|\$(?![({])|`[^`]*+`)++"
+)
+
+
 def _scan_word(text: str, i: int) -> int:
     """Index just past the shell word starting at ``i``."""
+    m = _WORD_FAST.match(text, i)
+    j = m.end() if m else i
     n = len(text)
-    j = i
+    if j < n and text[j] in "'\"\\$`":
+        return _scan_word_from(text, i, j)
+    return j if j > i else i + 1
+
+
+def _scan_word_from(text: str, i: int, j: int) -> int:
+    """:func:`_scan_word` of the word starting at ``i``, resumed at ``j``."""
+    n = len(text)
     while j < n:
         m = _PLAIN.match(text, j)
         if m:

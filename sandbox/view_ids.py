@@ -26,5 +26,7 @@ def view_id(trajectory_id: str, key: bytes | None = None) -> str:
     this carries nothing about the real id. Equal within one pool, so a program may
     still key per-trajectory state on it.
     """
-    mac = hmac.new(key or _PROCESS_KEY, trajectory_id.encode("utf-8", "replace"), "sha256")
-    return mac.hexdigest()[:16]
+    # The one-shot C digest: the same HMAC as hmac.new(...).hexdigest(), at a fraction of the cost.
+    return hmac.digest(
+        key or _PROCESS_KEY, trajectory_id.encode("utf-8", "replace"), "sha256"
+    ).hex()[:16]
