@@ -133,10 +133,12 @@ def prepare_run(
         from .runs import resolve_run
 
         run = resolve_run(resume, root)
-        stored = EvolveConfig.from_dict(
-            {k: v for k, v in run.config().items() if k not in _CIRCUMSTANCES},
-            str(run.dir / "config.json"),
-        )
+        saved = {k: v for k, v in run.config().items() if k not in _CIRCUMSTANCES}
+        search = saved.get("search")
+        if isinstance(search, dict) and "proposer_subset" not in search:
+            # Runs made before the setting existed gave proposers the tuner's subset.
+            saved["search"] = {**search, "proposer_subset": search.get("train_subset", 1500)}
+        stored = EvolveConfig.from_dict(saved, str(run.dir / "config.json"))
         # Only the budget and the spend caps may change on resume.
         effective = stored.with_overrides(
             budget=cfg.budget, max_usd=cfg.max_usd, max_tokens=cfg.max_tokens
@@ -225,6 +227,7 @@ def evolve(
         corp.split("val"),
         cfg.evaluation,
         train_subset=cfg.search.train_subset,
+        proposer_subset=cfg.search.proposer_subset,
         seed=cfg.seed,
         workers=cfg.workers,
         limits=limits,

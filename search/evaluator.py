@@ -156,6 +156,7 @@ class SearchEvaluator:
         *,
         train_subset: int,
         seed: int,
+        proposer_subset: int | None = None,
         workers: int,
         limits: Any,
         identity: Callable[[str], str | None] | None = None,
@@ -166,9 +167,16 @@ class SearchEvaluator:
 
         self.cfg = cfg
         self.val = labelled(val)
-        self.train = stratified_subset(labelled(train), train_subset, seed)
+        pool = labelled(train)
+        #: What proposers read (mining, missed failures, feedback): ``proposer_subset``
+        #: runs (None: the tuner's subset; 0: all).
+        self.train = stratified_subset(
+            pool, train_subset if proposer_subset is None else proposer_subset, seed
+        )
+        #: What the tuner scores constants on: a smaller subset, for speed.
+        self.tune_train = stratified_subset(pool, train_subset, seed)
         self._val_truth = _truth_of(self.val)
-        self._train_truth = _truth_of(self.train)
+        self._tune_truth = _truth_of(self.tune_train)
         # The val pool is the one place candidates are scored for fitness: a backend
         # (e.g. Dask) may replace it, with the same evaluate_many / close interface.
         #: Whether evaluate_val may be called from several threads at once (the local
@@ -190,21 +198,21 @@ class SearchEvaluator:
             progress=progress,
             **shared,
         )
+        self._train_pool = self._tune_pool = None
         try:
-            self._train_pool = SandboxPool(
-                self.train,
-                workers=workers,
-                limits=limits,
-                # Proposers' train scores never consult the judge: its answers are val-only spend.
-                oracle=self._oracle(self.train, none=True),
-                identity=(
-                    f"{identity('train')} subset {train_subset} seed {seed}" if identity else None
-                ),
-                progress=progress,
-                slots=slots,
+            self._train_pool = self._train_sandbox(
+                self.train, proposer_subset, seed, identity, progress, limits, workers, slots
+            )
+            same = [t.id for t in self.tune_train] == [t.id for t in self.train]
+            self._tune_pool = (
+                self._train_pool
+                if same
+                else self._train_sandbox(
+                    self.tune_train, train_subset, seed, identity, progress, limits, workers, slots
+                )
             )
         except BaseException:
-            self._val_pool.close()
+            self.close()
             raise
         self._train_cache: OrderedDict[str, np.ndarray | None] = OrderedDict()
 
@@ -218,9 +226,35 @@ class SearchEvaluator:
             backend="replay", per_traj_cap=cap, replay_scores=replay_scores_from(trajs)
         )
 
+    def _train_sandbox(
+        self,
+        trajs: Sequence[Any],
+        subset: int | None,
+        seed: int,
+        identity: Callable[[str], str | None] | None,
+        progress: Callable[[str, int, int], None] | None,
+        limits: Any,
+        workers: int,
+        slots: Any,
+    ) -> Any:
+        from monsearch.sandbox.evaluate import SandboxPool
+
+        return SandboxPool(
+            trajs,
+            workers=workers,
+            limits=limits,
+            # Proposers' and the tuner's train scores never consult the judge: its
+            # answers are val-only spend.
+            oracle=self._oracle(trajs, none=True),
+            identity=f"{identity('train')} subset {subset} seed {seed}" if identity else None,
+            progress=progress,
+            slots=slots,
+        )
+
     def close(self) -> None:
         self._val_pool.close()
-        self._train_pool.close()
+        for pool in {id(p): p for p in (self._train_pool, self._tune_pool) if p is not None}.values():
+            pool.close()
 
     def __enter__(self) -> SearchEvaluator:
         return self
@@ -273,12 +307,13 @@ class SearchEvaluator:
     def score_on_train_many(
         self, source: str, params: Sequence[Mapping[str, float] | None]
     ) -> list[np.ndarray | None]:
-        """Scores on the train subset for each PARAMS override, concurrently over the workers."""
-        results = self._train_pool.evaluate_many([source] * len(params), params=list(params))
+        """Scores on the tuner's train subset for each PARAMS override, concurrently over
+        the workers."""
+        results = self._tune_pool.evaluate_many([source] * len(params), params=list(params))
         return [np.asarray(r.scores, dtype=np.float64) if r.ok else None for r in results]
 
     def train_fitness(self, scores: np.ndarray) -> float:
-        """Budget-AUC aggregate on the train subset (what optuna maximises)."""
+        """Budget-AUC aggregate on the tuner's train subset (what optuna maximises)."""
         # Metrics on the true labels are reported beside a fitness, never part of it.
-        fit = _fitness_of(self._train_truth, scores, {}, self.cfg, "train", with_truth=False)
+        fit = _fitness_of(self._tune_truth, scores, {}, self.cfg, "train", with_truth=False)
         return fit.fitness if fit.metrics is not None and fit.metrics.aggregate is not None else 0.0

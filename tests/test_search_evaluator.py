@@ -1,0 +1,77 @@
+"""What the search scores on train: proposers read one set, the tuner another.
+
+Proposers (mining, the parent's missed failures, LLM feedback) read all of train
+by default; the tuner scores constants on a smaller stratified subset, for speed.
+Both are real sandbox pools over the small synthetic corpus.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from monsearch.corpora.sealed import open_for_search
+from monsearch.sandbox.evaluate import SandboxLimits
+from monsearch.search.config import ConfigError, EvolveConfig
+from monsearch.search.driver import prepare_run
+from monsearch.search.evaluator import SearchEvaluator, labelled
+from monsearch.strategies import SEEDS
+
+
+def _evaluator(corpus, **subsets):
+    corp = open_for_search(corpus)
+    return SearchEvaluator(
+        corp.split("train"),
+        corp.split("val"),
+        EvolveConfig().evaluation,
+        seed=0,
+        workers=1,
+        limits=SandboxLimits(),
+        **subsets,
+    )
+
+
+def test_proposers_read_all_of_train_and_the_tuner_a_stratified_subset(small_corpus):
+    train = labelled(open_for_search(small_corpus).split("train"))
+    with _evaluator(small_corpus, train_subset=120, proposer_subset=0) as ev:
+        assert [t.id for t in ev.train] == [t.id for t in train]
+        assert len(ev.tune_train) == pytest.approx(120, abs=15)
+        assert {t.id for t in ev.tune_train} < {t.id for t in ev.train}
+        # Stratified: every (task, label) cell of train is in the tuner's subset.
+        cells = Counter((t.task, t.label.is_failure) for t in train)
+        assert {(t.task, t.label.is_failure) for t in ev.tune_train} == set(cells)
+
+        seed = SEEDS["stronger"]
+        on_train = ev.score_on_train(seed)
+        assert on_train is not None and on_train.shape == (len(train),)
+        (tuned,) = ev.score_on_train_many(seed, [None])
+        assert tuned is not None and tuned.shape == (len(ev.tune_train),)
+        # The same program gives the same score to the same run in both pools.
+        where = {t.id: i for i, t in enumerate(ev.train)}
+        assert np.array_equal(tuned, on_train[[where[t.id] for t in ev.tune_train]])
+        assert 0.0 < ev.train_fitness(tuned) <= 1.0
+
+
+def test_without_proposer_subset_both_read_the_tuners_subset(small_corpus):
+    with _evaluator(small_corpus, train_subset=120) as ev:
+        assert [t.id for t in ev.train] == [t.id for t in ev.tune_train]
+        assert ev._train_pool is ev._tune_pool  # one pool, not two copies
+
+
+def test_a_run_made_before_proposer_subset_resumes_as_it_was_made(tmp_path):
+    made = EvolveConfig(run_id="old").to_dict()
+    del made["search"]["proposer_subset"]
+    made["search"]["train_subset"] = 900
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "config.json").write_text(json.dumps(made))
+    cfg, _ = prepare_run(EvolveConfig(budget=5), resume="old", runs_dir=tmp_path)
+    assert cfg.search.proposer_subset == 900 and cfg.budget == 5
+    assert EvolveConfig().search.proposer_subset == 0  # new runs: all of train
+
+
+def test_negative_subsets_are_refused():
+    with pytest.raises(ConfigError, match="proposer_subset"):
+        EvolveConfig().with_overrides(**{"search.proposer_subset": -1}).validate()
