@@ -763,7 +763,60 @@ def parse(text: str) -> list[object]:
     Cached: the AST is never mutated by the interpreter, and agents repeat
     commands (within a run and across runs of a corpus).
     """
+    nodes = _parse_plain(text)
+    if nodes is not None:
+        return nodes
     return _Parser(tokenize(text)).parse_list(frozenset())
+
+
+#: One token of a plain command text: blanks, then a word whose every part is a plain
+#: chunk, a closed '...', a closed "..." without backslashes, backticks or $( ) or a
+#: lone $; or one of the operators | && || ; exactly as :data:`_OP` would read them
+#: (not |&, ;; or ;&). A plain word is the word :func:`tokenize` reads there, or the
+#: next token fails to start where it ends.
+_PLAIN_TOKEN = re.compile(
+    r"[ \t]*+(?:((?:[^\s'\"\\;&|<>()`$#]++|'[^']*+'|\"(?:[^\"\\`$]++|\$(?!\())*+\""
+    r"|\$(?![({]))++)|(&&|\|\||\|(?!&)|;(?![;&])))"
+)
+#: First words that the parser reads as syntax, not as a simple command.
+_NOT_PLAIN_FIRST = frozenset(
+    {"for", "while", "until", "if", "case", "{", "function", "!", *_KEYWORDS_END}
+)
+
+
+def _parse_plain(text: str) -> list[object] | None:
+    """The AST of a text of simple commands joined by ``|``, ``&&``, ``||`` and ``;``,
+    without redirections, expansions of commands, comments or newlines: what
+    ``_Parser(tokenize(text)).parse_list`` returns for it, without building the tokens.
+    None for any other text (an empty command, a keyword, an unknown character...)."""
+    pipes: list[object] = []
+    parts: list[object] = []
+    words: list[str] = []
+    pos = 0
+    for m in _PLAIN_TOKEN.finditer(text):
+        if m.start() != pos:
+            return None
+        pos = m.end()
+        word = m.group(1)
+        if word is not None:
+            words.append(word)
+            continue
+        if not words or words[0] in _NOT_PLAIN_FIRST:
+            return None
+        parts.append(Simple(words, [], " ".join(words)))
+        words = []
+        if m.group(2) != "|":
+            pipes.append(Pipeline(parts))
+            parts = []
+    if text[pos:].strip(" \t"):
+        return None
+    if words:
+        if words[0] in _NOT_PLAIN_FIRST:
+            return None
+        parts.append(Simple(words, [], " ".join(words)))
+    if parts:
+        pipes.append(Pipeline(parts))
+    return pipes or None
 
 
 # --------------------------------------------------------------------------- interpreter
