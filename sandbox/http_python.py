@@ -552,7 +552,13 @@ class _Reader:
         if isinstance(node, ast.Name):
             if node.id in env:
                 return env[node.id]
-            return _BUILTINS.get(node.id, Unknown(node.id))
+            return _BUILTINS[node.id] if node.id in _BUILTINS else Unknown(node.id)
+        # Node types are disjoint, so the order of these tests is only the order of
+        # how often they come: names, attributes, constants and calls dominate.
+        if isinstance(node, ast.Attribute):
+            return self.attribute(self.expr(node.value, env), node.attr, node)
+        if isinstance(node, ast.Call):
+            return self.call(node, env)
         if isinstance(node, ast.JoinedStr):
             parts = []
             for v in node.values:
@@ -599,8 +605,6 @@ class _Reader:
                 else:
                     items.append(self.expr(e, env))
             return tuple(items) if isinstance(node, ast.Tuple) else items
-        if isinstance(node, ast.Attribute):
-            return self.attribute(self.expr(node.value, env), node.attr, node)
         if isinstance(node, ast.Subscript):
             obj = self.expr(node.value, env)
             key = self.expr(node.slice, env)
@@ -621,8 +625,6 @@ class _Reader:
             if all(b is None or type(b) is int for b in bounds) and bounds[2] != 0:
                 return slice(*bounds)
             return Unknown("slice")
-        if isinstance(node, ast.Call):
-            return self.call(node, env)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return self.comprehension(node, env)
         if isinstance(node, ast.DictComp):
