@@ -142,13 +142,20 @@ def _may_discover(argv: list[str]) -> bool:
         return False
     if argv[0].rsplit("/", 1)[-1] in _DISCOVERY_COMMANDS:
         return True
-    return any("/etc/hosts" in a or "fib_trie" in a for a in argv)
+    # Neither needle holds the NUL separator, so no match can span two arguments.
+    joined = "\0".join(argv)
+    return "/etc/hosts" in joined or "fib_trie" in joined
 
 
 def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
     """Addresses (and the hostname) the agent learned as its own in this step."""
     found: list[str] = []
-    if not observation or not any(_may_discover(c.argv) for c in cmds):
+    if not observation:
+        return found
+    for c in cmds:
+        if _may_discover(c.argv):
+            break
+    else:
         return found
     names = {c.argv[0].rsplit("/", 1)[-1] for c in cmds if c.argv}
     texts = [" ".join(c.argv) for c in cmds if c.argv]

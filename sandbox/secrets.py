@@ -92,8 +92,12 @@ def shannon_entropy(s: str) -> float:
     return -sum((c / n) * math.log2(c / n) for c in Counter(s).values())
 
 
+@functools.lru_cache(maxsize=16384)
 def classify_token(tok: str) -> str | None:
-    """Kind of a bare candidate token (``api_key``/``high_entropy``) or None."""
+    """Kind of a bare candidate token (``api_key``/``high_entropy``) or None.
+
+    Cached (pure): a key or token recurs in the commands and outputs of a run, and
+    its entropy costs microseconds."""
     if not _HAS_DIGIT.search(tok) or not _HAS_ALPHA.search(tok):
         return None
     core = tok.rstrip("=")

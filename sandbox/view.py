@@ -471,6 +471,7 @@ def clear_caches() -> None:
     _STEP_CACHE.clear()
     _PROTO_CACHE.clear()
     sec.scan.cache_clear()
+    sec.classify_token.cache_clear()
     parse.cache_clear()
     split_url.cache_clear()
 
@@ -708,15 +709,19 @@ def _build(traj: Trajectory) -> FrozenDict:
         requests = []
         for p, (status, response) in zip(sp.protos, sp.responses, strict=True):
             cls = host_class(p.host, target_set, own_set)
-            body_urls = tuple(
-                FrozenDict(
-                    url=u,
-                    host=(bp := split_url(u)).host,
-                    port=bp.port,
-                    host_class=host_class(bp.host, target_set, own_set),
-                    field=fld,
+            body_urls = (
+                tuple(
+                    FrozenDict(
+                        url=u,
+                        host=(bp := split_url(u)).host,
+                        port=bp.port,
+                        host_class=host_class(bp.host, target_set, own_set),
+                        field=fld,
+                    )
+                    for u, fld in p.body_urls
                 )
-                for u, fld in p.body_urls
+                if p.body_urls
+                else ()
             )
             found = _request_secrets(p, cls, body_urls, col, pos)
             hosts[p.host] = hosts.get(p.host, 0) + p.repeat
@@ -749,7 +754,12 @@ def _build(traj: Trajectory) -> FrozenDict:
                 )
             )
         in_requests = {f["value"] for f in col.items}
-        files_written = tuple(FrozenDict(path=k, content=v) for k, v in sp.written.items())
+        # (Most steps write nothing and start nothing: skip building empty generators.)
+        files_written = (
+            tuple(FrozenDict(path=k, content=v) for k, v in sp.written.items())
+            if sp.written
+            else ()
+        )
         scratch: list[FrozenDict] = []
         for fw in files_written:
             col.text(scratch, fw["content"], "file_written", pos, fw["path"])
@@ -760,7 +770,7 @@ def _build(traj: Trajectory) -> FrozenDict:
         elif sp.is_think:
             col.text(scratch, sp.text, "think", pos)
         col.text(scratch, sp.obs, "observation", pos)
-        listeners = tuple(FrozenDict(li, step=pos) for li in sp.listeners)
+        listeners = tuple(FrozenDict(li, step=pos) for li in sp.listeners) if sp.listeners else ()
         step = sp.step
         index = step.index if isinstance(step.index, int) else pos
         if flag_step < 0 and "FLAG{" in sp.obs:
