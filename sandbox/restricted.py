@@ -401,7 +401,6 @@ def substitute_params(source: str, params: Mapping[str, float]) -> str:
 
 # --------------------------------------------------------------------------- guards
 
-_dict_get = dict.get
 _MISSING = object()
 _FROZEN_OWN = frozenset(dir(FrozenDict))
 _VIEW = frozenset(VIEW_TYPES)
@@ -438,9 +437,12 @@ def guarded_getattr(obj: Any, name: str) -> Any:
     t = type(obj)
     if t is FrozenDict:
         if name not in _FROZEN_OWN:
-            value = _dict_get(obj, name, _MISSING)
-            if value is not _MISSING:
-                return value
+            # A field read, the hot path: subscripting is the same C dict lookup as
+            # dict.get, without the method call (FrozenDict has no __missing__).
+            try:
+                return obj[name]
+            except KeyError:
+                pass
         return getattr(obj, name)
     if t in ATTR_TYPES and name not in BLOCKED_ATTRIBUTES:
         return getattr(obj, name)

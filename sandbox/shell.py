@@ -879,24 +879,25 @@ class _Interp:
 
         return subst
 
-    def expand_words(self, words: list[str], env: dict[str, str], repeat: int) -> list[str]:
-        subst = self.make_subst(env, repeat)
+    def expand_words(
+        self,
+        words: list[str],
+        env: dict[str, str],
+        repeat: int,
+        subst: Callable[[str], str | None] | None = None,
+    ) -> list[str]:
+        """Expanded words; ``subst`` is ``make_subst(env, repeat)`` when the caller has it."""
+        if subst is None:
+            subst = self.make_subst(env, repeat)
         out: list[str] = []
         for w in words:
             val, _ = expand_word(w, env, subst)
+            # Unquoted {a..b} ranges and {x,y} lists (not JSON, URLs or assignments).
             if (
                 "{" in w
                 and "'" not in w
                 and '"' not in w
-                and ".." in w
-                or (
-                    "{" in w
-                    and "," in w
-                    and "'" not in w
-                    and '"' not in w
-                    and "=" not in w
-                    and "://" not in w
-                )
+                and (".." in w or ("," in w and "=" not in w and "://" not in w))
             ):
                 vals, _count = brace_expand(val)
                 out.extend(vals)
@@ -1092,7 +1093,8 @@ class _Interp:
             if not node.redirects:
                 return
         cmd_env = {**env, **assigns} if assigns else env
-        argv = self.expand_words(words[k:], cmd_env, repeat)
+        # Without assignments the command's env is env itself: ``subst`` serves as is.
+        argv = self.expand_words(words[k:], cmd_env, repeat, subst if cmd_env is env else None)
         if argv and argv[0] in ("export", "local", "declare", "typeset", "readonly"):
             for w in words[k + 1 :]:
                 if m := _ASSIGN.match(w):

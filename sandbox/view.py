@@ -425,7 +425,7 @@ def _attribute(
 ) -> tuple[list[int], list[tuple[int | None, str]]]:
     """HTTP statuses shown in the output, and (status, response) per request when attributable."""
     found = statuses_in(observation)
-    codes = [c for _, c in found]
+    codes = [c for _, c in found] if found else []
     n = len(protos)
     if n == 0:
         return codes, []
@@ -690,7 +690,7 @@ def _build(traj: Trajectory) -> FrozenDict:
             for addr in own_addresses_of(sp.cmds, sp.obs):
                 if addr not in own:
                     own.append(addr)
-        sp.protos = [_proto(r) for r in reqs]
+        sp.protos = [_proto(r) for r in reqs] if reqs else []
         sp.codes, sp.responses = _attribute(sp.protos, sp.obs)
         parts.append(sp)
     # Pass 2: classify hosts, find secrets, freeze.
