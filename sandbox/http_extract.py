@@ -997,8 +997,6 @@ def extract_requests(
     ``modules`` finds modules written earlier that Python code imports
     (:data:`~monsearch.sandbox.http_python.ModuleLookup`).
     """
-    from monsearch.sandbox.http_python import read_python
-
     out: list[Request] = []
     for cmd in cmds:
         if not cmd.argv:
@@ -1011,6 +1009,10 @@ def extract_requests(
             elif name in ("nc", "ncat", "netcat", "socat", "telnet"):
                 out.extend(parse_nc(cmd))
             elif _PYTHON.match(name):
+                # Imported here (a cycle at module level), and only for Python commands:
+                # the import statement costs about a microsecond per call.
+                from monsearch.sandbox.http_python import read_python
+
                 inv = python_invocation(cmd, files)
                 code = inv[0] if inv is not None else None
                 if inv is not None and code:

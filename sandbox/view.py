@@ -598,7 +598,7 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     hit = _STEP_CACHE.get(key)
     if hit is not None:
         deps, result = hit
-        if all(_dep_value(files, p) == c for p, c in deps.items()):
+        if not deps or all(_dep_value(files, p) == c for p, c in deps.items()):
             return result
     accessed: dict[str, Any] = {}
 
