@@ -252,6 +252,26 @@ _CURL_ARG = {
 _CURL_SHORT_ARG = set("XdFHuowAebcxmTKrzEUYytDCQP")
 
 
+#: The options without a value that :func:`parse_curl` reads. Every other option
+#: comes with a value ("" when missing) from :func:`_iter_curl_options`.
+_CURL_READ_FLAGS = frozenset(
+    {
+        "-G",
+        "--get",
+        "-I",
+        "--head",
+        "-i",
+        "--include",
+        "-v",
+        "--verbose",
+        "--trace-ascii",
+        "--trace",
+        "-g",
+        "--globoff",
+    }
+)
+
+
 def _iter_curl_options(argv: list[str]) -> list[tuple[str, str | None]]:
     """Normalise curl's argv into (option, value) pairs; URLs come as ("", url)."""
     out: list[tuple[str, str | None]] = []
@@ -351,6 +371,8 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
             if val is not None and (_looks_like_url(val) or not urls):
                 urls.append(val)
             continue
+        if val is None and opt not in _CURL_READ_FLAGS:
+            continue  # -s, -S, -L, -k, --compressed...: no branch below reads them
         v = val or ""
         if opt in ("-X", "--request"):
             method = v.upper()
