@@ -148,11 +148,9 @@ def _runs(text: str) -> list[str]:
     """``_RUN.findall(text)``, searched only in whitespace-separated words of 16+
     characters: a run never holds whitespace, and str.split is far cheaper than
     the regex on the short words that make up most commands and outputs."""
-    out: list[str] = []
-    for word in text.split():
-        if len(word) >= 16:
-            out += _RUN.findall(word)
-    return out
+    long_words = [w for w in text.split() if len(w) >= 16]
+    # Joined by a blank (not a run character), so no run spans two words.
+    return _RUN.findall(" ".join(long_words)) if long_words else []
 
 
 def json_leaves(value: object, prefix: str = "", depth: int = 0) -> list[tuple[str, str, int]]:

@@ -324,6 +324,10 @@ def expand_word(
     """
     if _NEEDS_EXPANSION.search(raw) is None:
         return raw, True
+    if len(raw) >= 2 and raw[0] == '"' == raw[-1]:
+        inner = raw[1:-1]
+        if '"' not in inner and "\\" not in inner and "$" not in inner and "`" not in inner:
+            return inner, True  # "text": nothing inside to expand (the loop gives the same)
     out: list[str] = []
     known = True
     i = 0
