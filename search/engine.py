@@ -379,6 +379,11 @@ class Search:
             trials=self.cfg.search.optuna_trials,
             seed=derived_seed(self.cfg.seed, pending.seq, "optuna"),
             batch=self.cfg.search.optuna_batch,
+            confirm=(
+                (lambda params: self.evaluator.confirm_tuning(source, params))
+                if getattr(self.evaluator, "can_confirm", False)
+                else None
+            ),
         )
         pending.timings["tune_s"] = time.perf_counter() - t0
         if self._background is None:

@@ -177,6 +177,12 @@ class SearchEvaluator:
         self.tune_train = stratified_subset(pool, train_subset, seed)
         self._val_truth = _truth_of(self.val)
         self._tune_truth = _truth_of(self.tune_train)
+        # The proposers' runs the tuner never saw: where a tuning is confirmed.
+        tuned_ids = {t.id for t in self.tune_train}
+        self._held_out = np.asarray(
+            [i for i, t in enumerate(self.train) if t.id not in tuned_ids], dtype=np.int64
+        )
+        self._held_out_truth = _truth_of([self.train[i] for i in self._held_out])
         # The val pool is the one place candidates are scored for fitness: a backend
         # (e.g. Dask) may replace it, with the same evaluate_many / close interface.
         #: Whether evaluate_val may be called from several threads at once (the local
@@ -292,7 +298,8 @@ class SearchEvaluator:
     # -- train
 
     def score_on_train(self, source: str, params: Mapping[str, float] | None = None) -> np.ndarray | None:
-        """Scores on the train subset (None if the program does not run). Cached by source."""
+        """Scores on the proposers' train runs (None if the program does not run). Cached
+        by source."""
         key = source if params is None else source + repr(sorted(params.items()))
         if key in self._train_cache:
             self._train_cache.move_to_end(key)
@@ -314,6 +321,30 @@ class SearchEvaluator:
 
     def train_fitness(self, scores: np.ndarray) -> float:
         """Budget-AUC aggregate on the tuner's train subset (what optuna maximises)."""
+        return self._train_fitness(self._tune_truth, scores)
+
+    def _train_fitness(self, truth: _Truth, scores: np.ndarray) -> float:
         # Metrics on the true labels are reported beside a fitness, never part of it.
-        fit = _fitness_of(self._tune_truth, scores, {}, self.cfg, "train", with_truth=False)
+        fit = _fitness_of(truth, scores, {}, self.cfg, "train", with_truth=False)
         return fit.fitness if fit.metrics is not None and fit.metrics.aggregate is not None else 0.0
+
+    @property
+    def can_confirm(self) -> bool:
+        """Whether some train runs are outside the tuner's subset (see :meth:`confirm_tuning`)."""
+        return self._held_out.size > 0 and bool(self._held_out_truth.y.any())
+
+    def confirm_tuning(
+        self, source: str, params: Sequence[Mapping[str, float] | None]
+    ) -> list[float]:
+        """Budget-AUC of each PARAMS override on the train runs outside the tuner's
+        subset: the tuner's best trials are checked there, so constants fitted to the
+        subset's few benign runs at the top do not pass as an improvement."""
+        results = self._train_pool.evaluate_many([source] * len(params), params=list(params))
+        return [
+            self._train_fitness(
+                self._held_out_truth, np.asarray(r.scores, dtype=np.float64)[self._held_out]
+            )
+            if r.ok
+            else 0.0
+            for r in results
+        ]

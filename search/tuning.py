@@ -14,6 +14,7 @@ import ast
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,6 +88,8 @@ def tune_params(
     trials: int,
     seed: int,
     batch: int = 1,
+    confirm: Callable[[list[Mapping[str, float] | None]], list[float]] | None = None,
+    confirm_top: int = 3,
 ) -> TuneResult | None:
     """Tune ``source``'s PARAMS with optuna's TPE sampler; None if it has none or fails.
 
@@ -96,6 +99,11 @@ def tune_params(
     (optuna's ask-and-tell), which keeps the sequence of trials a function of the
     seed alone. The current values are the first trial, so tuning never returns
     something worse on train.
+
+    ``confirm(list of PARAMS overrides)``, if given, scores the ``confirm_top`` best
+    trials and the current values on train runs the tuner did not see; the best
+    there wins (the current values on a tie), so a tuning that only fits the
+    tuner's subset is not kept.
     """
     import optuna
 
@@ -130,8 +138,40 @@ def tune_params(
     best = study.best_trial
     if best.value is None or not math.isfinite(best.value) or best.value <= before:
         return TuneResult(source, before, before, len(study.trials), ())
+    if confirm is not None:
+        best = _confirmed(study, names, params, confirm, confirm_top)
+        if best is None:
+            return TuneResult(source, before, before, len(study.trials), ())
     tuned = {n: float(_fmt(best.params[n])) for n in names}
     changed = tuple(n for n in names if tuned[n] != float(params[n]))
     return TuneResult(
         write_params(source, tuned), before, float(best.value), len(study.trials), changed
     )
+
+
+def _confirmed(
+    study: Any,
+    names: list[str],
+    params: Mapping[str, float],
+    confirm: Callable[[list[Mapping[str, float] | None]], list[float]],
+    top: int,
+) -> Any:
+    """The trial among the ``top`` best that scores highest on the held-out runs, or
+    None when none beats the current values there."""
+    done = [t for t in study.trials if t.value is not None and math.isfinite(t.value)]
+    done.sort(key=lambda t: (-t.value, t.number))  # stable: ties keep the earlier trial
+    current = {n: float(params[n]) for n in names}
+    ranked, seen = [], set()
+    for t in done:
+        key = tuple(float(_fmt(t.params[n])) for n in names)
+        if key in seen or dict(zip(names, key, strict=True)) == current:
+            continue
+        seen.add(key)
+        ranked.append(t)
+        if len(ranked) == top:
+            break
+    if not ranked:
+        return None
+    values = confirm([None] + [{n: float(_fmt(t.params[n])) for n in names} for t in ranked])
+    best = max(range(len(ranked)), key=lambda i: (values[i + 1], -i))
+    return ranked[best] if values[best + 1] > values[0] else None

@@ -75,3 +75,63 @@ def test_a_run_made_before_proposer_subset_resumes_as_it_was_made(tmp_path):
 def test_negative_subsets_are_refused():
     with pytest.raises(ConfigError, match="proposer_subset"):
         EvolveConfig().with_overrides(**{"search.proposer_subset": -1}).validate()
+
+
+# -- the tuner's confirmation on held-out train runs
+
+_TOY = 'PARAMS = {"a": 1.0}\n\n\ndef score(traj):\n    return PARAMS["a"]\n'
+
+
+def _a(params):
+    return 1.0 if params is None else params["a"]
+
+
+def _tune(confirm):
+    from monsearch.search.tuning import tune_params
+
+    return tune_params(
+        _TOY,
+        lambda plist: [np.array([_a(p)]) for p in plist],
+        lambda scores: float(scores[0]),  # the subset rewards a larger "a"
+        trials=8,
+        seed=0,
+        batch=2,
+        confirm=confirm,
+    )
+
+
+def test_a_tuning_the_held_out_runs_disagree_with_is_not_kept():
+    asked = []
+
+    def held_out_prefers_small(plist):
+        asked.append(list(plist))
+        return [-_a(p) for p in plist]
+
+    result = _tune(held_out_prefers_small)
+    assert result.changed == () and result.source == _TOY
+    # The current values and at most three distinct best trials were checked, once.
+    (checked,) = asked
+    assert checked[0] is None and 2 <= len(checked) <= 4
+    assert len({p["a"] for p in checked[1:]}) == len(checked) - 1
+
+
+def test_a_tuning_the_held_out_runs_confirm_is_kept_with_their_choice():
+    result = _tune(lambda plist: [_a(p) if p is None or _a(p) < 3.0 else 0.0 for p in plist])
+    unconfirmed = _tune(None)
+    assert result.changed == ("a",) and unconfirmed.changed == ("a",)
+    tuned = float(result.source.split('"a": ')[1].split("}")[0])
+    assert 1.0 < tuned < 3.0  # the best trial under 3, not the subset's best overall
+    assert float(unconfirmed.source.split('"a": ')[1].split("}")[0]) >= tuned
+
+
+def test_confirmation_reads_only_train_runs_outside_the_tuners_subset(small_corpus):
+    with _evaluator(small_corpus, train_subset=120, proposer_subset=0) as ev:
+        assert ev.can_confirm
+        held = {ev.train[i].id for i in ev._held_out}
+        assert held.isdisjoint(t.id for t in ev.tune_train)
+        assert len(held) + len(ev.tune_train) == len(ev.train)
+        (value,) = ev.confirm_tuning(SEEDS["stronger"], [None])
+        scores = ev.score_on_train(SEEDS["stronger"])
+        assert value == ev._train_fitness(ev._held_out_truth, scores[ev._held_out])
+    with _evaluator(small_corpus, train_subset=120) as ev:
+        assert not ev.can_confirm  # proposers read the tuner's subset: nothing held out
