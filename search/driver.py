@@ -18,7 +18,7 @@ from typing import Any
 
 from monsearch.errors import MonsearchError
 
-from .config import EvolveConfig
+from .config import EvolveConfig, SearchConfig
 from .database import hash_seed_fixed
 from .engine import Progress, Search, SearchError, SearchOutcome, StopFlag
 from .evaluator import SearchEvaluator
@@ -137,7 +137,8 @@ def prepare_run(
         search = saved.get("search")
         if isinstance(search, dict) and "proposer_subset" not in search:
             # Runs made before the setting existed gave proposers the tuner's subset.
-            saved["search"] = {**search, "proposer_subset": search.get("train_subset", 1500)}
+            old = search.get("train_subset", SearchConfig.train_subset)
+            saved["search"] = {**search, "proposer_subset": old}
         stored = EvolveConfig.from_dict(saved, str(run.dir / "config.json"))
         # Only the budget and the spend caps may change on resume.
         effective = stored.with_overrides(

@@ -381,7 +381,7 @@ class Search:
             batch=self.cfg.search.optuna_batch,
             confirm=(
                 (lambda params: self.evaluator.confirm_tuning(source, params))
-                if getattr(self.evaluator, "can_confirm", False)
+                if self.evaluator.can_confirm
                 else None
             ),
         )

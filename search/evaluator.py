@@ -204,19 +204,23 @@ class SearchEvaluator:
             progress=progress,
             **shared,
         )
+        def train_pool(trajs: list[Any], subset: int | None) -> Any:
+            return SandboxPool(
+                trajs,
+                workers=workers,
+                limits=limits,
+                # Train scores never consult the judge: its answers are val-only spend.
+                oracle=self._oracle(trajs, none=True),
+                identity=f"{identity('train')} subset {subset} seed {seed}" if identity else None,
+                progress=progress,
+                slots=slots,
+            )
+
         self._train_pool = self._tune_pool = None
         try:
-            self._train_pool = self._train_sandbox(
-                self.train, proposer_subset, seed, identity, progress, limits, workers, slots
-            )
+            self._train_pool = train_pool(self.train, proposer_subset)
             same = [t.id for t in self.tune_train] == [t.id for t in self.train]
-            self._tune_pool = (
-                self._train_pool
-                if same
-                else self._train_sandbox(
-                    self.tune_train, train_subset, seed, identity, progress, limits, workers, slots
-                )
-            )
+            self._tune_pool = self._train_pool if same else train_pool(self.tune_train, train_subset)
         except BaseException:
             self.close()
             raise
@@ -232,35 +236,12 @@ class SearchEvaluator:
             backend="replay", per_traj_cap=cap, replay_scores=replay_scores_from(trajs)
         )
 
-    def _train_sandbox(
-        self,
-        trajs: Sequence[Any],
-        subset: int | None,
-        seed: int,
-        identity: Callable[[str], str | None] | None,
-        progress: Callable[[str, int, int], None] | None,
-        limits: Any,
-        workers: int,
-        slots: Any,
-    ) -> Any:
-        from monsearch.sandbox.evaluate import SandboxPool
-
-        return SandboxPool(
-            trajs,
-            workers=workers,
-            limits=limits,
-            # Proposers' and the tuner's train scores never consult the judge: its
-            # answers are val-only spend.
-            oracle=self._oracle(trajs, none=True),
-            identity=f"{identity('train')} subset {subset} seed {seed}" if identity else None,
-            progress=progress,
-            slots=slots,
-        )
-
     def close(self) -> None:
         self._val_pool.close()
-        for pool in {id(p): p for p in (self._train_pool, self._tune_pool) if p is not None}.values():
-            pool.close()
+        if self._train_pool is not None:
+            self._train_pool.close()
+        if self._tune_pool is not None and self._tune_pool is not self._train_pool:
+            self._tune_pool.close()
 
     def __enter__(self) -> SearchEvaluator:
         return self

@@ -161,17 +161,16 @@ def _confirmed(
     done = [t for t in study.trials if t.value is not None and math.isfinite(t.value)]
     done.sort(key=lambda t: (-t.value, t.number))  # stable: ties keep the earlier trial
     current = {n: float(params[n]) for n in names}
-    ranked, seen = [], set()
+    ranked: list[tuple[Any, dict[str, float]]] = []  # (trial, its values as written)
     for t in done:
-        key = tuple(float(_fmt(t.params[n])) for n in names)
-        if key in seen or dict(zip(names, key, strict=True)) == current:
+        written = {n: float(_fmt(t.params[n])) for n in names}
+        if written == current or any(written == w for _, w in ranked):
             continue
-        seen.add(key)
-        ranked.append(t)
+        ranked.append((t, written))
         if len(ranked) == top:
             break
     if not ranked:
         return None
-    values = confirm([None] + [{n: float(_fmt(t.params[n])) for n in names} for t in ranked])
+    values = confirm([None] + [w for _, w in ranked])
     best = max(range(len(ranked)), key=lambda i: (values[i + 1], -i))
-    return ranked[best] if values[best + 1] > values[0] else None
+    return ranked[best][0] if values[best + 1] > values[0] else None
