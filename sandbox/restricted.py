@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import builtins as _builtins
+import functools
 import math
 import operator
 from collections.abc import Callable, Mapping
@@ -543,39 +544,45 @@ class PrintSink:
         return "".join(self.parts)
 
 
+class BoundedPrint:
+    """One ``print`` collector: RestrictedPython makes one per function that prints.
+
+    A module-level class bound to its sink by :func:`make_print_factory`: defining the
+    class anew per program instance cost more than the rest of the instance's globals.
+    """
+
+    __slots__ = ("sink", "limit", "parts", "size")
+
+    def __init__(self, sink: PrintSink, limit: int, _getattr_: Any = None) -> None:
+        self.sink = sink
+        self.limit = limit
+        self.parts: list[str] = []
+        self.size = 0
+
+    def _call_print(self, *objects: Any, sep: Any = " ", end: Any = "\n", **kwargs: Any) -> None:
+        if kwargs:
+            raise TypeError("print() here accepts only sep= and end=")
+        if sep is None:
+            sep = " "
+        if end is None:
+            end = "\n"
+        if type(sep) is not str or type(end) is not str:
+            raise TypeError("print(): sep and end must be strings")
+        text = sep.join([str(o) for o in objects]) + end
+        self.sink.add(text)
+        room = self.limit - self.size
+        if room > 0:
+            piece = text[:room]
+            self.parts.append(piece)
+            self.size += len(piece)
+
+    def __call__(self) -> str:
+        return "".join(self.parts)
+
+
 def make_print_factory(sink: PrintSink, per_call_limit: int) -> Callable[..., Any]:
-    """``_print_``: RestrictedPython builds one collector per function that prints."""
-
-    class BoundedPrint:
-        __slots__ = ("parts", "size")
-
-        def __init__(self, _getattr_: Any = None) -> None:
-            self.parts: list[str] = []
-            self.size = 0
-
-        def _call_print(
-            self, *objects: Any, sep: Any = " ", end: Any = "\n", **kwargs: Any
-        ) -> None:
-            if kwargs:
-                raise TypeError("print() here accepts only sep= and end=")
-            if sep is None:
-                sep = " "
-            if end is None:
-                end = "\n"
-            if type(sep) is not str or type(end) is not str:
-                raise TypeError("print(): sep and end must be strings")
-            text = sep.join([str(o) for o in objects]) + end
-            sink.add(text)
-            room = per_call_limit - self.size
-            if room > 0:
-                piece = text[:room]
-                self.parts.append(piece)
-                self.size += len(piece)
-
-        def __call__(self) -> str:
-            return "".join(self.parts)
-
-    return BoundedPrint
+    """``_print_``: RestrictedPython calls it (with ``_getattr_``) for each collector."""
+    return functools.partial(BoundedPrint, sink, per_call_limit)
 
 
 # --------------------------------------------------------------------------- globals
