@@ -246,10 +246,11 @@ class Node:
         return [Node(item, self.src, f"{base}[{i}]", self.line) for i, item in enumerate(value)]
 
     def one_of(self, key: str, allowed: tuple[str, ...], *, required: bool = True) -> str | None:
+        value = self.value.get(key, MISSING)
+        if value in allowed:  # the common case; the message is built only for an error
+            return value
         expected = "one of " + ", ".join(json.dumps(a) for a in allowed)
         value = self._get(key, expected, required, False)
         if value is None:
             return None
-        if value not in allowed:
-            raise self.fail(key, expected, value)
-        return value
+        raise self.fail(key, expected, value)
