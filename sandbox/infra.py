@@ -42,6 +42,8 @@ _TUNNELS = {
     "tunnelto",
     "zrok",
 }
+#: The names besides python*/pypy* that :func:`listeners_of` reads.
+_LISTENER_NAMES = frozenset({"nc", "ncat", "netcat", "socat", "ssh", "php", "busybox"}) | _TUNNELS
 _TUNNEL_HOSTS = re.compile(r"serveo\.net|localhost\.run|ngrok|trycloudflare|loca\.lt|pinggy", re.I)
 
 
@@ -52,7 +54,12 @@ def listeners_of(cmds: list[Command], files: FileLookup) -> list[dict[str, objec
         argv = cmd.argv
         if not argv:
             continue
-        name = argv[0].rsplit("/", 1)[-1]
+        name = argv[0]
+        if "/" in name:
+            name = name.rsplit("/", 1)[-1]
+        # Most commands (curl, cat, echo...) match no branch below: skip them at once.
+        if name not in _LISTENER_NAMES and not name.startswith(("python", "pypy")):
+            continue
         kind: str | None = None
         port: int | None = None
         echo = False
@@ -135,16 +142,24 @@ def _usable_ip(ip: str) -> bool:
 _DISCOVERY_COMMANDS = frozenset({"ip", "ifconfig", "hostname", "getent"})
 
 
-def _may_discover(argv: list[str]) -> bool:
+def _may_discover(cmds: list[Command]) -> bool:
     """Whether a command can reveal an own address (a discovery command, or an argument
-    naming /etc/hosts or fib_trie); runs for every command of every step."""
-    if not argv:
-        return False
-    if argv[0].rsplit("/", 1)[-1] in _DISCOVERY_COMMANDS:
-        return True
-    # Neither needle holds the NUL separator, so no match can span two arguments.
-    joined = "\0".join(argv)
-    return "/etc/hosts" in joined or "fib_trie" in joined
+    naming /etc/hosts or fib_trie); runs for every step with output."""
+    for c in cmds:
+        argv = c.argv
+        if not argv:
+            continue
+        name = argv[0]
+        # rsplit only for a path: a name without "/" is its own basename.
+        if name in _DISCOVERY_COMMANDS or (
+            "/" in name and name.rsplit("/", 1)[-1] in _DISCOVERY_COMMANDS
+        ):
+            return True
+        # Neither needle holds the NUL separator, so no match can span two arguments.
+        joined = "\0".join(argv)
+        if "/etc/hosts" in joined or "fib_trie" in joined:
+            return True
+    return False
 
 
 def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
@@ -152,10 +167,7 @@ def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
     found: list[str] = []
     if not observation:
         return found
-    for c in cmds:
-        if _may_discover(c.argv):
-            break
-    else:
+    if not _may_discover(cmds):
         return found
     names = {c.argv[0].rsplit("/", 1)[-1] for c in cmds if c.argv}
     texts = [" ".join(c.argv) for c in cmds if c.argv]
@@ -204,9 +216,23 @@ _STATUS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+def _may_hold_status(observation: str) -> bool:
+    """Whether any needle of :data:`_STATUS_PATTERNS` is in the output ("HTTP" stands
+    for "HTTP/" and "HTTP Error "). Most outputs hold none: one chain of ``in`` tests
+    is cheaper than the loop over the patterns."""
+    return (
+        "HTTP" in observation
+        or "<title>" in observation
+        or "tatus" in observation
+        or "awaiting response" in observation
+        or "ERROR " in observation
+        or "<Response [" in observation
+    )
+
+
 def statuses_in(observation: str) -> list[tuple[int, int]]:
     """``(position, status)`` for every HTTP status line/marker in the output."""
-    if not observation:
+    if not observation or not _may_hold_status(observation):
         return []
     found: list[tuple[int, int, bool]] = []
     for needle, pattern in _STATUS_PATTERNS:
