@@ -58,7 +58,8 @@ def normalise_url(url: str, default_scheme: str = "http") -> str:
     url = url.strip()
     if not url:
         return url
-    if _SCHEME.match(url):
+    # Most URLs start with one of these, and every such URL matches ``_SCHEME``.
+    if url.startswith(("http://", "https://")) or _SCHEME.match(url):
         return url
     if url.startswith("//"):
         return f"{default_scheme}:{url}"
@@ -82,22 +83,49 @@ def split_url(url: str) -> UrlParts:
     """Parse a URL without raising (bad ports become None, unknown text stays in path)."""
     try:
         parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
+        user, password, hostname, port_text = _netloc_parts(parts.netloc)
+        host = hostname.lower()
+        port = _port_number(port_text)
         if port is None and parts.scheme in ("http", "ws"):
             port = 80
         elif port is None and parts.scheme in ("https", "wss"):
             port = 443
-        user = unquote(parts.username) if parts.username else None
-        password = unquote(parts.password) if parts.password else None
+        user = unquote(user) if user else None
+        password = unquote(password) if password else None
         return UrlParts(
             parts.scheme.lower(), host, port, parts.path or "/", parts.query, user, password
         )
     except (ValueError, TypeError):
         return UrlParts("", "", None, url, "", None, None)
+
+
+def _netloc_parts(netloc: str) -> tuple[str | None, str | None, str, str | None]:
+    """``(username, password, hostname, port text)`` of a netloc, split as the
+    ``username``/``password``/``hostname``/``port`` properties of urllib's
+    ``SplitResult`` split it (their ``_userinfo``/``_hostinfo``), in one pass
+    instead of six property calls that each re-split the netloc."""
+    userinfo, have_info, hostinfo = netloc.rpartition("@")
+    if have_info:
+        user, have_password, password = userinfo.partition(":")
+        if not have_password:
+            password = None
+    else:
+        user = password = None
+    _, have_open_br, bracketed = hostinfo.partition("[")
+    if have_open_br:
+        hostname, _, port = bracketed.partition("]")
+        _, _, port = port.partition(":")
+    else:
+        hostname, _, port = hostinfo.partition(":")
+    return user, password, hostname, port or None
+
+
+def _port_number(port: str | None) -> int | None:
+    """``SplitResult.port`` of the port text, with None where it would raise."""
+    if port is None or not (port.isdigit() and port.isascii()):
+        return None
+    number = int(port)
+    return number if 0 <= number <= 65535 else None
 
 
 _URL_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@\s]*)@(.*)$", re.S)
@@ -287,6 +315,13 @@ def _iter_curl_options(argv: list[str]) -> list[tuple[str, str | None]]:
         if a == "--":
             no_more = True
             continue
+        if len(a) == 2:  # the common lone short option (-s, -X POST): no cluster to walk
+            if a[1] in _CURL_SHORT_ARG:
+                out.append((a, argv[i] if i < n else ""))
+                i += 1
+            else:
+                out.append((a, None))
+            continue
         if a.startswith("--"):
             name, eq, val = a.partition("=")
             if name in _CURL_ARG:
@@ -368,7 +403,8 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
     query_extra: list[tuple[str, str]] = []
     for opt, val in _iter_curl_options(cmd.argv):
         if opt == "":
-            if val is not None and (_looks_like_url(val) or not urls):
+            # (The first URL is taken whatever it looks like: test that first.)
+            if val is not None and (not urls or _looks_like_url(val)):
                 urls.append(val)
             continue
         if val is None and opt not in _CURL_READ_FLAGS:
@@ -469,7 +505,7 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
                 headers=dict(headers),
                 body=body,
                 form=dict(form),
-                files=[dict(f) for f in upload],
+                files=[dict(f) for f in upload] if upload else [],
                 repeat=cmd.repeat * (count if len(expanded) == 1 else 1),
                 repeat_known=cmd.repeat_known,
                 write_out=write_out,
@@ -477,7 +513,8 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
                 background=cmd.background,
                 query_extra=list(query_extra),
             )
-            _set_user(req, user)
+            if user is not None:
+                _set_user(req, user)
             out.append(req)
     return out
 
@@ -1023,14 +1060,16 @@ def extract_requests(
     for cmd in cmds:
         if not cmd.argv:
             continue
-        name = cmd.argv[0].rsplit("/", 1)[-1]
+        name = cmd.argv[0]
+        if "/" in name:  # (a name without "/" is its own basename)
+            name = name.rsplit("/", 1)[-1]
         parser = CLIENTS.get(name)
         try:
             if parser is not None:
                 out.extend(parser(cmd, files))
             elif name in ("nc", "ncat", "netcat", "socat", "telnet"):
                 out.extend(parse_nc(cmd))
-            elif _PYTHON.match(name):
+            elif name.startswith("py") and _PYTHON.match(name):  # every match starts "py"
                 # Imported here (a cycle at module level), and only for Python commands:
                 # the import statement costs about a microsecond per call.
                 from monsearch.sandbox.http_python import read_python

@@ -17,17 +17,23 @@ _PY_SERVER = re.compile(
     r"\b(?:HTTPServer|ThreadingHTTPServer|TCPServer|ThreadingTCPServer|UDPServer|make_server|serve_forever|"
     r"BaseHTTPRequestHandler|SimpleHTTPRequestHandler|\.listen\(|app\.run\(|uvicorn\.run\(|web\.run_app\()"
 )
-#: A substring of every match of :data:`_PY_SERVER`: most scripts hold none, and
-#: ``in`` tests are far cheaper than the regex over a whole script.
-_PY_SERVER_HINTS = (
-    "Server",
-    "_server",
-    "serve_forever",
-    "RequestHandler",
-    ".listen(",
-    ".run(",
-    "run_app(",
-)
+
+
+def _may_serve(code: str) -> bool:
+    """Whether the code holds a substring of every match of :data:`_PY_SERVER`: most
+    scripts hold none, and ``in`` tests are far cheaper than the regex over a whole
+    script (a chain of them, cheaper than ``any()`` over a generator)."""
+    return (
+        "Server" in code
+        or "_server" in code
+        or "serve_forever" in code
+        or "RequestHandler" in code
+        or ".listen(" in code
+        or ".run(" in code
+        or "run_app(" in code
+    )
+
+
 _PY_PORT = re.compile(
     r"\(\s*\(\s*['\"][^'\"]*['\"]\s*,\s*(\d{2,5})\s*\)|port\s*=\s*(\d{2,5})|\bPORT\s*=\s*(\d{2,5})"
 )
@@ -42,6 +48,8 @@ _TUNNELS = {
     "tunnelto",
     "zrok",
 }
+#: The names besides python*/pypy* that :func:`listeners_of` reads.
+_LISTENER_NAMES = frozenset({"nc", "ncat", "netcat", "socat", "ssh", "php", "busybox"}) | _TUNNELS
 _TUNNEL_HOSTS = re.compile(r"serveo\.net|localhost\.run|ngrok|trycloudflare|loca\.lt|pinggy", re.I)
 
 
@@ -52,7 +60,12 @@ def listeners_of(cmds: list[Command], files: FileLookup) -> list[dict[str, objec
         argv = cmd.argv
         if not argv:
             continue
-        name = argv[0].rsplit("/", 1)[-1]
+        name = argv[0]
+        if "/" in name:
+            name = name.rsplit("/", 1)[-1]
+        # Most commands (curl, cat, echo...) match no branch below: skip them at once.
+        if name not in _LISTENER_NAMES and not name.startswith(("python", "pypy")):
+            continue
         kind: str | None = None
         port: int | None = None
         echo = False
@@ -87,7 +100,7 @@ def listeners_of(cmds: list[Command], files: FileLookup) -> list[dict[str, objec
                     port = _first_port(argv[idx + 2 :]) or 8000
             if kind is None:
                 code = python_source(cmd, files)
-                if code and any(h in code for h in _PY_SERVER_HINTS) and _PY_SERVER.search(code):
+                if code and _may_serve(code) and _PY_SERVER.search(code):
                     kind = "python_server"
                     m = _PY_PORT.search(code)
                     if m:
@@ -135,16 +148,24 @@ def _usable_ip(ip: str) -> bool:
 _DISCOVERY_COMMANDS = frozenset({"ip", "ifconfig", "hostname", "getent"})
 
 
-def _may_discover(argv: list[str]) -> bool:
+def _may_discover(cmds: list[Command]) -> bool:
     """Whether a command can reveal an own address (a discovery command, or an argument
-    naming /etc/hosts or fib_trie); runs for every command of every step."""
-    if not argv:
-        return False
-    if argv[0].rsplit("/", 1)[-1] in _DISCOVERY_COMMANDS:
-        return True
-    # Neither needle holds the NUL separator, so no match can span two arguments.
-    joined = "\0".join(argv)
-    return "/etc/hosts" in joined or "fib_trie" in joined
+    naming /etc/hosts or fib_trie); runs for every step with output."""
+    for c in cmds:
+        argv = c.argv
+        if not argv:
+            continue
+        name = argv[0]
+        # rsplit only for a path: a name without "/" is its own basename.
+        if name in _DISCOVERY_COMMANDS or (
+            "/" in name and name.rsplit("/", 1)[-1] in _DISCOVERY_COMMANDS
+        ):
+            return True
+        # Neither needle holds the NUL separator, so no match can span two arguments.
+        joined = "\0".join(argv)
+        if "/etc/hosts" in joined or "fib_trie" in joined:
+            return True
+    return False
 
 
 def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
@@ -152,10 +173,7 @@ def own_addresses_of(cmds: list[Command], observation: str) -> list[str]:
     found: list[str] = []
     if not observation:
         return found
-    for c in cmds:
-        if _may_discover(c.argv):
-            break
-    else:
+    if not _may_discover(cmds):
         return found
     names = {c.argv[0].rsplit("/", 1)[-1] for c in cmds if c.argv}
     texts = [" ".join(c.argv) for c in cmds if c.argv]
@@ -204,9 +222,23 @@ _STATUS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+def _may_hold_status(observation: str) -> bool:
+    """Whether any needle of :data:`_STATUS_PATTERNS` is in the output ("HTTP" stands
+    for "HTTP/" and "HTTP Error "). Most outputs hold none: one chain of ``in`` tests
+    is cheaper than the loop over the patterns."""
+    return (
+        "HTTP" in observation
+        or "<title>" in observation
+        or "tatus" in observation
+        or "awaiting response" in observation
+        or "ERROR " in observation
+        or "<Response [" in observation
+    )
+
+
 def statuses_in(observation: str) -> list[tuple[int, int]]:
     """``(position, status)`` for every HTTP status line/marker in the output."""
-    if not observation:
+    if not observation or not _may_hold_status(observation):
         return []
     found: list[tuple[int, int, bool]] = []
     for needle, pattern in _STATUS_PATTERNS:
