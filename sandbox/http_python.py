@@ -428,15 +428,15 @@ class _Reader:
         if not name or top in _LIBRARIES or top in sys.stdlib_module_names:
             return None
         found = self.find_module(name)
-        tree = _parse(found[1]) if found is not None else None
-        if found is None or tree is None or self.depth >= _MAX_DEPTH:
+        body = _parse_body(found[1]) if found is not None else None
+        if found is None or body is None or self.depth >= _MAX_DEPTH:
             self.loaded[name] = None
             return None
         mod = LocalMod(name, {"__name__": name, "__file__": found[0]})
         self.loaded[name] = mod  # before running: circular imports see the partial module
         self.depth += 1
         try:
-            self.run(tree.body, mod.env)
+            self.run(body, mod.env)
         except _Budget:
             raise
         except Exception:  # noqa: BLE001 - a broken module keeps what it defined so far
@@ -826,11 +826,11 @@ class _Reader:
         if isinstance(node.func, ast.Name) and node.func.id == "exec" and "exec" not in env:
             # exec(open("/tmp/client.py").read()): the file's code runs in these globals.
             code = self.expr(node.args[0], env) if node.args else None
-            tree = _parse(code) if isinstance(code, str) else None
-            if tree is not None and self.depth < _MAX_DEPTH:
+            body = _parse_body(code) if isinstance(code, str) else None
+            if body is not None and self.depth < _MAX_DEPTH:
                 self.depth += 1
                 try:
-                    self.run(tree.body, env)
+                    self.run(body, env)
                 except (_Return, _LoopExit):
                     pass
                 finally:
@@ -2029,6 +2029,101 @@ def _parse(code: str) -> ast.Module | None:
         return None
 
 
+# ----------------------------------------------------------------- statement-level parse cache
+#
+# Agents resend the same helper functions, imports and constants with a few new
+# lines at the end, so most of a new text was already parsed as part of an
+# earlier one. ``_parse_body`` splits a text into chunks of whole top-level
+# statements and parses only the chunks it has not seen, all in one go; the
+# reader uses only the statements (never their positions), so the result is
+# ``_parse(code).body`` up to line numbers.
+
+#: Chunk text -> its top-level statements (parsed on their own, they give these).
+_CHUNKS: dict[str, tuple[ast.stmt, ...]] = {}
+_CHUNKS_MAX = 16384
+#: A chunk starts at a line beginning with a letter that does not continue a statement.
+_CONTINUES = ("else", "elif", "except", "finally")
+
+
+def _chunks(code: str) -> list[str]:
+    """``code`` cut before lines that may start a top-level statement (``"\n".join`` gives it back)."""
+    lines = code.split("\n")
+    out: list[str] = []
+    start = 0
+    for i in range(1, len(lines)):
+        line = lines[i]
+        first = line[:1]
+        if (
+            ("a" <= first <= "z" or "A" <= first <= "Z" or first == "_")
+            and not line.startswith(_CONTINUES)
+            and not lines[i - 1].startswith("@")
+        ):
+            out.append("\n".join(lines[start:i]))
+            start = i
+    out.append("\n".join(lines[start:]))
+    return out
+
+
+def _parse_new_chunks(texts: list[str]) -> bool:
+    """Parse ``texts`` (chunks not seen yet) as one text and file each one's statements.
+
+    False when that text does not parse or a chunk does not start exactly at a
+    top-level statement (then it is not a sequence of whole statements).
+    """
+    tree = _parse_text("\n".join(texts))
+    if tree is None:
+        return False
+    body = tree.body
+    groups: list[tuple[ast.stmt, ...]] = []
+    k = 0
+    line = 1
+    for n, text in enumerate(texts):
+        end = line + text.count("\n") + 1  # first line of the next chunk
+        if n:
+            # A chunk after the first must open with an undecorated statement at column 0.
+            if k >= len(body):
+                return False
+            st = body[k]
+            if st.lineno != line or st.col_offset or getattr(st, "decorator_list", None):
+                return False
+        j = k
+        while j < len(body) and body[j].lineno < end:
+            j += 1
+        groups.append(tuple(body[k:j]))
+        k = j
+        line = end
+    if k != len(body):
+        return False
+    if len(_CHUNKS) + len(texts) > _CHUNKS_MAX:
+        _CHUNKS.clear()
+    for text, stmts in zip(texts, groups, strict=True):
+        _CHUNKS[text] = stmts
+    return True
+
+
+def _parse_text(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+@functools.lru_cache(maxsize=2048)
+def _parse_body(code: str) -> list[ast.stmt] | None:
+    """The top-level statements of ``code`` as ``_parse(code).body``; None if unparsable."""
+    # ``\r`` breaks lines for the parser but not for ``_chunks``; ``from __future__
+    # import barry_as_FLUFL`` changes how later statements parse: whole text then.
+    parts = _chunks(code) if "\r" not in code and "__future__" not in code else [code]
+    if len(parts) > 1:
+        missing = [p for p in dict.fromkeys(parts) if p not in _CHUNKS]
+        if not missing or _parse_new_chunks(missing):
+            found = [_CHUNKS.get(p) for p in parts]
+            if all(f is not None for f in found):
+                return [st for f in found for st in f]  # type: ignore[union-attr]
+    tree = _parse(code)
+    return tree.body if tree is not None else None
+
+
 def read_python(
     code: str,
     files: FileLookup | None = None,
@@ -2057,8 +2152,8 @@ def read_python(
     sends = any(k in code for k in _SEND_WORDS)
     if not sends and "open(" not in code and not session and not _imports_own_module(code):
         return [], {}
-    tree = _parse(code)
-    if tree is None:
+    body = _parse_body(code)
+    if body is None:
         return (_regex_requests(code) if sends else []), {}
     path = [posixpath.dirname(script) if script and "/" in script else (cwd or "")]
     pythonpath = (environ or {}).get("PYTHONPATH", "")
@@ -2071,7 +2166,7 @@ def read_python(
         _replay_cells(reader, session, env)
     # Whatever was read before a failure or the step budget is still kept.
     with contextlib.suppress(Exception):
-        reader.run(tree.body, env)
+        reader.run(body, env)
     reqs = [r for r in reader.out if split_url(r.url).host or r.url.startswith("file:")]
     return reqs, reader.written
 
@@ -2090,10 +2185,10 @@ _DEFINING = (
 def _replay_cells(reader: _Reader, cells: list[str], env: dict[str, Any]) -> None:
     """Run the defining statements of earlier notebook cells, recording nothing."""
     for cell in cells[-32:]:
-        tree = _parse(cell)
-        if tree is None:
+        stmts = _parse_body(cell)
+        if stmts is None:
             continue
-        body = [st for st in tree.body if isinstance(st, _DEFINING)]
+        body = [st for st in stmts if isinstance(st, _DEFINING)]
         with contextlib.suppress(Exception):
             reader.run(body, env)
     del reader.out[:]
