@@ -299,54 +299,70 @@ class _Reader:
             self.stmt(stmt, env)
 
     def stmt(self, node: ast.stmt, env: dict[str, Any]) -> None:
-        if isinstance(node, ast.Expr):
-            self.expr(node.value, env)
-        elif isinstance(node, ast.Assign):
-            value = self.expr(node.value, env)
-            for target in node.targets:
+        # Dispatch on the exact node type (the parser makes no subclasses): the two
+        # commonest statements inline, the rest through a table; others do nothing.
+        kind = type(node)
+        if kind is ast.Assign:
+            value = self.expr(node.value, env)  # type: ignore[attr-defined]
+            for target in node.targets:  # type: ignore[attr-defined]
                 self.assign(target, value, env)
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        elif kind is ast.Expr:
+            self.expr(node.value, env)  # type: ignore[attr-defined]
+        else:
+            method = _STMT_METHODS.get(kind)
+            if method is not None:
+                method(self, node, env)
+
+    def _ann_assign(self, node: ast.AnnAssign, env: dict[str, Any]) -> None:
+        if node.value is not None:
             self.assign(node.target, self.expr(node.value, env), env)
-        elif isinstance(node, ast.AugAssign):
-            cur = self.expr(node.target, env) if isinstance(node.target, ast.Name) else Unknown("?")
-            val = self.binop(node.op, cur, self.expr(node.value, env))
-            self.assign(node.target, val, env)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            self.imports(node, env)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            env[node.name] = Func(node, env)  # type: ignore[arg-type]
-        elif isinstance(node, ast.ClassDef):
-            env[node.name] = self.class_def(node, env)
-        elif isinstance(node, ast.Return):
-            raise _Return(self.expr(node.value, env) if node.value is not None else None)
-        elif isinstance(node, ast.If):
-            test = _truth(self.expr(node.test, env))
-            if test is not None:
-                self.run(node.body if test else node.orelse, env)
-            else:
-                self.run(node.body, env)
-                self.run(node.orelse, env)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            self.for_loop(node.target, node.iter, node.body, env)
-            self.run(node.orelse, env)
-        elif isinstance(node, ast.While):
-            if _truth(self.expr(node.test, env)) is not False:
-                self.while_loop(node, env)
-            self.run(node.orelse, env)
-        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            self.run(node.body, env)  # type: ignore[attr-defined]
-            for h in node.handlers:  # type: ignore[attr-defined]
-                if h.name:
-                    env[h.name] = Unknown(h.name)
-                self.run(h.body, env)
-            self.run(node.orelse, env)  # type: ignore[attr-defined]
-            self.run(node.finalbody, env)  # type: ignore[attr-defined]
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                val = self.expr(item.context_expr, env)
-                if item.optional_vars is not None:
-                    self.assign(item.optional_vars, val, env)
+
+    def _aug_assign(self, node: ast.AugAssign, env: dict[str, Any]) -> None:
+        cur = self.expr(node.target, env) if isinstance(node.target, ast.Name) else Unknown("?")
+        val = self.binop(node.op, cur, self.expr(node.value, env))
+        self.assign(node.target, val, env)
+
+    def _function_def(self, node: ast.FunctionDef, env: dict[str, Any]) -> None:
+        env[node.name] = Func(node, env)
+
+    def _class_def(self, node: ast.ClassDef, env: dict[str, Any]) -> None:
+        env[node.name] = self.class_def(node, env)
+
+    def _return(self, node: ast.Return, env: dict[str, Any]) -> None:
+        raise _Return(self.expr(node.value, env) if node.value is not None else None)
+
+    def _if(self, node: ast.If, env: dict[str, Any]) -> None:
+        test = _truth(self.expr(node.test, env))
+        if test is not None:
+            self.run(node.body if test else node.orelse, env)
+        else:
             self.run(node.body, env)
+            self.run(node.orelse, env)
+
+    def _for(self, node: ast.For | ast.AsyncFor, env: dict[str, Any]) -> None:
+        self.for_loop(node.target, node.iter, node.body, env)
+        self.run(node.orelse, env)
+
+    def _while(self, node: ast.While, env: dict[str, Any]) -> None:
+        if _truth(self.expr(node.test, env)) is not False:
+            self.while_loop(node, env)
+        self.run(node.orelse, env)
+
+    def _try(self, node: ast.Try, env: dict[str, Any]) -> None:
+        self.run(node.body, env)
+        for h in node.handlers:
+            if h.name:
+                env[h.name] = Unknown(h.name)
+            self.run(h.body, env)
+        self.run(node.orelse, env)
+        self.run(node.finalbody, env)
+
+    def _with(self, node: ast.With | ast.AsyncWith, env: dict[str, Any]) -> None:
+        for item in node.items:
+            val = self.expr(item.context_expr, env)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, val, env)
+        self.run(node.body, env)
 
     def assign(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
         if isinstance(target, ast.Name):
@@ -546,145 +562,160 @@ class _Reader:
         self.steps += 1
         if self.steps > self.budget:
             raise _Budget
-        if isinstance(node, ast.Constant):
-            v = node.value
+        # Dispatch on the exact node type (the parser makes no subclasses): names,
+        # attributes, constants and calls are most nodes, so they are tested inline.
+        kind = type(node)
+        if kind is ast.Name:
+            name = node.id  # type: ignore[attr-defined]
+            if name in env:
+                return env[name]
+            return _BUILTINS[name] if name in _BUILTINS else Unknown(name)
+        if kind is ast.Attribute:
+            return self.attribute(self.expr(node.value, env), node.attr, node)  # type: ignore[attr-defined]
+        if kind is ast.Constant:
+            v = node.value  # type: ignore[attr-defined]
             return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-        if isinstance(node, ast.Name):
-            if node.id in env:
-                return env[node.id]
-            return _BUILTINS[node.id] if node.id in _BUILTINS else Unknown(node.id)
-        # Node types are disjoint, so the order of these tests is only the order of
-        # how often they come: names, attributes, constants and calls dominate.
-        if isinstance(node, ast.Attribute):
-            return self.attribute(self.expr(node.value, env), node.attr, node)
-        if isinstance(node, ast.Call):
-            return self.call(node, env)
-        if isinstance(node, ast.JoinedStr):
-            parts = []
-            for v in node.values:
-                if isinstance(v, ast.Constant):
-                    parts.append(str(v.value))
-                elif isinstance(v, ast.FormattedValue):
-                    val = self.expr(v.value, env)
-                    if isinstance(val, Unknown):
-                        parts.append("{" + _src(v.value) + "}")
-                    elif v.format_spec is not None and isinstance(val, (int, float)):
-                        spec = "".join(
-                            str(x.value)
-                            for x in v.format_spec.values
-                            if isinstance(x, ast.Constant)
-                        )  # type: ignore[attr-defined]
-                        try:
-                            parts.append(format(val, spec))
-                        except ValueError:
-                            parts.append(str(val))
-                    else:
-                        parts.append(_text(val))
-            return "".join(parts)
-        if isinstance(node, ast.BinOp):
-            return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
-        if isinstance(node, ast.Dict):
-            d: dict[Any, Any] = {}
-            for k, v in zip(node.keys, node.values, strict=True):
-                if k is None:
-                    inner = self.expr(v, env)
-                    if isinstance(inner, dict):
-                        d.update(inner)
-                    continue
-                key = self.expr(k, env)
-                d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = (
-                    self.expr(v, env)
-                )
-            return d
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            items: list[Any] = []
-            for e in node.elts:
-                if isinstance(e, ast.Starred):
-                    inner = self.expr(e.value, env)
-                    items.extend(inner if isinstance(inner, (list, tuple)) else [inner])
+        if kind is ast.Call:
+            return self.call(node, env)  # type: ignore[arg-type]
+        method = _EXPR_METHODS.get(kind)
+        return method(self, node, env) if method is not None else Unknown(node=node)
+
+    def _joined_str(self, node: ast.JoinedStr, env: dict[str, Any]) -> Any:
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+            elif isinstance(v, ast.FormattedValue):
+                val = self.expr(v.value, env)
+                if isinstance(val, Unknown):
+                    parts.append("{" + _src(v.value) + "}")
+                elif v.format_spec is not None and isinstance(val, (int, float)):
+                    spec = "".join(
+                        str(x.value)
+                        for x in v.format_spec.values  # type: ignore[attr-defined]
+                        if isinstance(x, ast.Constant)
+                    )
+                    try:
+                        parts.append(format(val, spec))
+                    except ValueError:
+                        parts.append(str(val))
                 else:
-                    items.append(self.expr(e, env))
-            return tuple(items) if isinstance(node, ast.Tuple) else items
-        if isinstance(node, ast.Subscript):
-            obj = self.expr(node.value, env)
-            key = self.expr(node.slice, env)
-            try:
-                if (
-                    isinstance(obj, (dict, list, tuple, str))
-                    and _known(key)
-                    and not isinstance(key, (dict, list))
-                ):
-                    return obj[key]
-            except (KeyError, IndexError, TypeError, ValueError):
-                pass
-            return Unknown(node=node)
-        if isinstance(node, ast.Slice):
-            # ``sys.argv[4:]``, ``parts[1:-1]``: a slice with known integer bounds
-            parts = (node.lower, node.upper, node.step)
-            bounds = [None if b is None else self.expr(b, env) for b in parts]
-            if all(b is None or type(b) is int for b in bounds) and bounds[2] != 0:
-                return slice(*bounds)
-            return Unknown("slice")
-        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            return self.comprehension(node, env)
-        if isinstance(node, ast.DictComp):
-            self.comprehension(node, env)
-            return Unknown(node=node)
-        if isinstance(node, ast.IfExp):
-            test = _truth(self.expr(node.test, env))
-            if test is not None:
-                return self.expr(node.body if test else node.orelse, env)
-            body = self.expr(node.body, env)
-            self.expr(node.orelse, env)
-            return body
-        if isinstance(node, ast.BoolOp):
-            vals = [self.expr(v, env) for v in node.values]
-            if isinstance(node.op, ast.Or):
-                # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
-                for v in vals:
-                    t = _truth(v)
-                    if t is None:
-                        return v
-                    if t:
-                        return v
-                return vals[-1]
+                    parts.append(_text(val))
+        return "".join(parts)
+
+    def _bin_op(self, node: ast.BinOp, env: dict[str, Any]) -> Any:
+        return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
+
+    def _dict(self, node: ast.Dict, env: dict[str, Any]) -> Any:
+        d: dict[Any, Any] = {}
+        for k, v in zip(node.keys, node.values, strict=True):
+            if k is None:
+                inner = self.expr(v, env)
+                if isinstance(inner, dict):
+                    d.update(inner)
+                continue
+            key = self.expr(k, env)
+            d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = self.expr(
+                v, env
+            )
+        return d
+
+    def _sequence(self, node: ast.List | ast.Tuple | ast.Set, env: dict[str, Any]) -> Any:
+        items: list[Any] = []
+        for e in node.elts:
+            if isinstance(e, ast.Starred):
+                inner = self.expr(e.value, env)
+                items.extend(inner if isinstance(inner, (list, tuple)) else [inner])
+            else:
+                items.append(self.expr(e, env))
+        return tuple(items) if isinstance(node, ast.Tuple) else items
+
+    def _subscript(self, node: ast.Subscript, env: dict[str, Any]) -> Any:
+        obj = self.expr(node.value, env)
+        key = self.expr(node.slice, env)
+        try:
+            if (
+                isinstance(obj, (dict, list, tuple, str))
+                and _known(key)
+                and not isinstance(key, (dict, list))
+            ):
+                return obj[key]
+        except (KeyError, IndexError, TypeError, ValueError):
+            pass
+        return Unknown(node=node)
+
+    def _slice(self, node: ast.Slice, env: dict[str, Any]) -> Any:
+        # ``sys.argv[4:]``, ``parts[1:-1]``: a slice with known integer bounds
+        parts = (node.lower, node.upper, node.step)
+        bounds = [None if b is None else self.expr(b, env) for b in parts]
+        if all(b is None or type(b) is int for b in bounds) and bounds[2] != 0:
+            return slice(*bounds)
+        return Unknown("slice")
+
+    def _dict_comp(self, node: ast.DictComp, env: dict[str, Any]) -> Any:
+        self.comprehension(node, env)
+        return Unknown(node=node)
+
+    def _if_exp(self, node: ast.IfExp, env: dict[str, Any]) -> Any:
+        test = _truth(self.expr(node.test, env))
+        if test is not None:
+            return self.expr(node.body if test else node.orelse, env)
+        body = self.expr(node.body, env)
+        self.expr(node.orelse, env)
+        return body
+
+    def _bool_op(self, node: ast.BoolOp, env: dict[str, Any]) -> Any:
+        vals = [self.expr(v, env) for v in node.values]
+        if isinstance(node.op, ast.Or):
+            # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
             for v in vals:
                 t = _truth(v)
-                if t is None and not _known(v) and not isinstance(v, Unknown):
-                    continue  # objects (sessions, responses) are true
-                if t is not True:
+                if t is None:
+                    return v
+                if t:
                     return v
             return vals[-1]
-        if isinstance(node, ast.Compare):
-            left = self.expr(node.left, env)
-            rights = [self.expr(c, env) for c in node.comparators]
-            if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
-                same = _identical(left, rights[0])
-                if same is not None:
-                    return same if isinstance(node.ops[0], ast.Is) else not same
+        for v in vals:
+            t = _truth(v)
+            if t is None and not _known(v) and not isinstance(v, Unknown):
+                continue  # objects (sessions, responses) are true
+            if t is not True:
+                return v
+        return vals[-1]
+
+    def _compare_op(self, node: ast.Compare, env: dict[str, Any]) -> Any:
+        left = self.expr(node.left, env)
+        rights = [self.expr(c, env) for c in node.comparators]
+        if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            same = _identical(left, rights[0])
+            if same is not None:
+                return same if isinstance(node.ops[0], ast.Is) else not same
+            return Unknown(node=node)
+        if len(rights) == 1 and _known(left) and _known(rights[0]):
+            try:
+                return _compare(node.ops[0], left, rights[0])
+            except TypeError:
                 return Unknown(node=node)
-            if len(rights) == 1 and _known(left) and _known(rights[0]):
-                try:
-                    return _compare(node.ops[0], left, rights[0])
-                except TypeError:
-                    return Unknown(node=node)
-            return Unknown(node=node)
-        if isinstance(node, ast.UnaryOp):
-            v = self.expr(node.operand, env)
-            if isinstance(node.op, ast.USub) and isinstance(v, (int, float)):
-                return -v
-            if isinstance(node.op, ast.Not) and (t := _truth(v)) is not None:
-                return not t
-            return Unknown(node=node)
-        if isinstance(node, ast.Lambda):
-            return Func(node, env)
-        if isinstance(node, ast.NamedExpr):
-            v = self.expr(node.value, env)
-            self.assign(node.target, v, env)
-            return v
-        if isinstance(node, ast.Await):
-            return self.expr(node.value, env)
         return Unknown(node=node)
+
+    def _unary_op(self, node: ast.UnaryOp, env: dict[str, Any]) -> Any:
+        v = self.expr(node.operand, env)
+        if isinstance(node.op, ast.USub) and isinstance(v, (int, float)):
+            return -v
+        if isinstance(node.op, ast.Not) and (t := _truth(v)) is not None:
+            return not t
+        return Unknown(node=node)
+
+    def _lambda(self, node: ast.Lambda, env: dict[str, Any]) -> Any:
+        return Func(node, env)
+
+    def _named_expr(self, node: ast.NamedExpr, env: dict[str, Any]) -> Any:
+        v = self.expr(node.value, env)
+        self.assign(node.target, v, env)
+        return v
+
+    def _await(self, node: ast.Await, env: dict[str, Any]) -> Any:
+        return self.expr(node.value, env)
 
     def comprehension(
         self,
@@ -1544,6 +1575,48 @@ class _Reader:
         req.repeat_known = self.mult_known
         if len(self.out) < 2000:
             self.out.append(req)
+
+
+_STMT_METHODS: dict[type, Callable[[_Reader, Any, dict[str, Any]], None]] = {
+    ast.AnnAssign: _Reader._ann_assign,
+    ast.AugAssign: _Reader._aug_assign,
+    ast.Import: _Reader.imports,
+    ast.ImportFrom: _Reader.imports,
+    ast.FunctionDef: _Reader._function_def,
+    ast.AsyncFunctionDef: _Reader._function_def,
+    ast.ClassDef: _Reader._class_def,
+    ast.Return: _Reader._return,
+    ast.If: _Reader._if,
+    ast.For: _Reader._for,
+    ast.AsyncFor: _Reader._for,
+    ast.While: _Reader._while,
+    ast.Try: _Reader._try,
+    ast.With: _Reader._with,
+    ast.AsyncWith: _Reader._with,
+}
+if hasattr(ast, "TryStar"):  # Python 3.11+: ``except*``
+    _STMT_METHODS[ast.TryStar] = _Reader._try
+_EXPR_METHODS: dict[type, Callable[[_Reader, Any, dict[str, Any]], Any]] = {
+    ast.JoinedStr: _Reader._joined_str,
+    ast.BinOp: _Reader._bin_op,
+    ast.Dict: _Reader._dict,
+    ast.List: _Reader._sequence,
+    ast.Tuple: _Reader._sequence,
+    ast.Set: _Reader._sequence,
+    ast.Subscript: _Reader._subscript,
+    ast.Slice: _Reader._slice,
+    ast.ListComp: _Reader.comprehension,
+    ast.GeneratorExp: _Reader.comprehension,
+    ast.SetComp: _Reader.comprehension,
+    ast.DictComp: _Reader._dict_comp,
+    ast.IfExp: _Reader._if_exp,
+    ast.BoolOp: _Reader._bool_op,
+    ast.Compare: _Reader._compare_op,
+    ast.UnaryOp: _Reader._unary_op,
+    ast.Lambda: _Reader._lambda,
+    ast.NamedExpr: _Reader._named_expr,
+    ast.Await: _Reader._await,
+}
 
 
 class _LoopExit(Exception):
