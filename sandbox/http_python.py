@@ -237,6 +237,9 @@ def _plain(v: Any) -> Any:
     return _text(v)
 
 
+#: ``try: ... except* E:`` (Python 3.11+), read like ``try``.
+_TRY_STAR = getattr(ast, "TryStar", None)
+
 _OPAQUE = (Unknown, Mod, Obj, Bound, Func, LocalMod, Cls, Instance, Super)
 
 
@@ -299,8 +302,8 @@ class _Reader:
             self.stmt(stmt, env)
 
     def stmt(self, node: ast.stmt, env: dict[str, Any]) -> None:
-        # Dispatch on the exact node type (the parser makes no subclasses): the two
-        # commonest statements inline, the rest through a table; others do nothing.
+        # Exact-type tests (the parser makes no subclasses), commonest first; the
+        # handling stays inline so that nesting costs the same stack depth as before.
         kind = type(node)
         if kind is ast.Assign:
             value = self.expr(node.value, env)  # type: ignore[attr-defined]
@@ -308,61 +311,50 @@ class _Reader:
                 self.assign(target, value, env)
         elif kind is ast.Expr:
             self.expr(node.value, env)  # type: ignore[attr-defined]
-        else:
-            method = _STMT_METHODS.get(kind)
-            if method is not None:
-                method(self, node, env)
-
-    def _ann_assign(self, node: ast.AnnAssign, env: dict[str, Any]) -> None:
-        if node.value is not None:
-            self.assign(node.target, self.expr(node.value, env), env)
-
-    def _aug_assign(self, node: ast.AugAssign, env: dict[str, Any]) -> None:
-        cur = self.expr(node.target, env) if isinstance(node.target, ast.Name) else Unknown("?")
-        val = self.binop(node.op, cur, self.expr(node.value, env))
-        self.assign(node.target, val, env)
-
-    def _function_def(self, node: ast.FunctionDef, env: dict[str, Any]) -> None:
-        env[node.name] = Func(node, env)
-
-    def _class_def(self, node: ast.ClassDef, env: dict[str, Any]) -> None:
-        env[node.name] = self.class_def(node, env)
-
-    def _return(self, node: ast.Return, env: dict[str, Any]) -> None:
-        raise _Return(self.expr(node.value, env) if node.value is not None else None)
-
-    def _if(self, node: ast.If, env: dict[str, Any]) -> None:
-        test = _truth(self.expr(node.test, env))
-        if test is not None:
-            self.run(node.body if test else node.orelse, env)
-        else:
-            self.run(node.body, env)
-            self.run(node.orelse, env)
-
-    def _for(self, node: ast.For | ast.AsyncFor, env: dict[str, Any]) -> None:
-        self.for_loop(node.target, node.iter, node.body, env)
-        self.run(node.orelse, env)
-
-    def _while(self, node: ast.While, env: dict[str, Any]) -> None:
-        if _truth(self.expr(node.test, env)) is not False:
-            self.while_loop(node, env)
-        self.run(node.orelse, env)
-
-    def _try(self, node: ast.Try, env: dict[str, Any]) -> None:
-        self.run(node.body, env)
-        for h in node.handlers:
-            if h.name:
-                env[h.name] = Unknown(h.name)
-            self.run(h.body, env)
-        self.run(node.orelse, env)
-        self.run(node.finalbody, env)
-
-    def _with(self, node: ast.With | ast.AsyncWith, env: dict[str, Any]) -> None:
-        for item in node.items:
-            val = self.expr(item.context_expr, env)
-            if item.optional_vars is not None:
-                self.assign(item.optional_vars, val, env)
-        self.run(node.body, env)
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            self.imports(node, env)  # type: ignore[arg-type]
+        elif kind is ast.With or kind is ast.AsyncWith:
+            for item in node.items:  # type: ignore[attr-defined]
+                val = self.expr(item.context_expr, env)
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, val, env)
+            self.run(node.body, env)  # type: ignore[attr-defined]
+        elif kind is ast.Try or kind is _TRY_STAR:
+            self.run(node.body, env)  # type: ignore[attr-defined]
+            for h in node.handlers:  # type: ignore[attr-defined]
+                if h.name:
+                    env[h.name] = Unknown(h.name)
+                self.run(h.body, env)
+            self.run(node.orelse, env)  # type: ignore[attr-defined]
+            self.run(node.finalbody, env)  # type: ignore[attr-defined]
+        elif kind is ast.If:
+            test = _truth(self.expr(node.test, env))  # type: ignore[attr-defined]
+            if test is not None:
+                self.run(node.body if test else node.orelse, env)  # type: ignore[attr-defined]
+            else:
+                self.run(node.body, env)  # type: ignore[attr-defined]
+                self.run(node.orelse, env)  # type: ignore[attr-defined]
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            env[node.name] = Func(node, env)  # type: ignore[attr-defined,arg-type]
+        elif kind is ast.Return:
+            raise _Return(self.expr(node.value, env) if node.value is not None else None)  # type: ignore[attr-defined]
+        elif kind is ast.For or kind is ast.AsyncFor:
+            self.for_loop(node.target, node.iter, node.body, env)  # type: ignore[attr-defined]
+            self.run(node.orelse, env)  # type: ignore[attr-defined]
+        elif kind is ast.ClassDef:
+            env[node.name] = self.class_def(node, env)  # type: ignore[attr-defined,arg-type]
+        elif kind is ast.AnnAssign:
+            if node.value is not None:  # type: ignore[attr-defined]
+                self.assign(node.target, self.expr(node.value, env), env)  # type: ignore[attr-defined]
+        elif kind is ast.AugAssign:
+            target = node.target  # type: ignore[attr-defined]
+            cur = self.expr(target, env) if isinstance(target, ast.Name) else Unknown("?")
+            val = self.binop(node.op, cur, self.expr(node.value, env))  # type: ignore[attr-defined]
+            self.assign(target, val, env)
+        elif kind is ast.While:
+            if _truth(self.expr(node.test, env)) is not False:  # type: ignore[attr-defined]
+                self.while_loop(node, env)  # type: ignore[arg-type]
+            self.run(node.orelse, env)  # type: ignore[attr-defined]
 
     def assign(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
         if isinstance(target, ast.Name):
@@ -562,8 +554,8 @@ class _Reader:
         self.steps += 1
         if self.steps > self.budget:
             raise _Budget
-        # Dispatch on the exact node type (the parser makes no subclasses): names,
-        # attributes, constants and calls are most nodes, so they are tested inline.
+        # Exact-type tests (the parser makes no subclasses), commonest first; the
+        # handling stays inline so that nesting costs the same stack depth as before.
         kind = type(node)
         if kind is ast.Name:
             name = node.id  # type: ignore[attr-defined]
@@ -577,145 +569,132 @@ class _Reader:
             return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
         if kind is ast.Call:
             return self.call(node, env)  # type: ignore[arg-type]
-        method = _EXPR_METHODS.get(kind)
-        return method(self, node, env) if method is not None else Unknown(node=node)
-
-    def _joined_str(self, node: ast.JoinedStr, env: dict[str, Any]) -> Any:
-        parts = []
-        for v in node.values:
-            if isinstance(v, ast.Constant):
-                parts.append(str(v.value))
-            elif isinstance(v, ast.FormattedValue):
-                val = self.expr(v.value, env)
-                if isinstance(val, Unknown):
-                    parts.append("{" + _src(v.value) + "}")
-                elif v.format_spec is not None and isinstance(val, (int, float)):
-                    spec = "".join(
-                        str(x.value)
-                        for x in v.format_spec.values  # type: ignore[attr-defined]
-                        if isinstance(x, ast.Constant)
-                    )
-                    try:
-                        parts.append(format(val, spec))
-                    except ValueError:
-                        parts.append(str(val))
+        if kind is ast.JoinedStr:
+            parts = []
+            for v in node.values:
+                if isinstance(v, ast.Constant):
+                    parts.append(str(v.value))
+                elif isinstance(v, ast.FormattedValue):
+                    val = self.expr(v.value, env)
+                    if isinstance(val, Unknown):
+                        parts.append("{" + _src(v.value) + "}")
+                    elif v.format_spec is not None and isinstance(val, (int, float)):
+                        spec = "".join(
+                            str(x.value)
+                            for x in v.format_spec.values
+                            if isinstance(x, ast.Constant)
+                        )  # type: ignore[attr-defined]
+                        try:
+                            parts.append(format(val, spec))
+                        except ValueError:
+                            parts.append(str(val))
+                    else:
+                        parts.append(_text(val))
+            return "".join(parts)
+        if kind is ast.BinOp:
+            return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
+        if kind is ast.Dict:
+            d: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values, strict=True):
+                if k is None:
+                    inner = self.expr(v, env)
+                    if isinstance(inner, dict):
+                        d.update(inner)
+                    continue
+                key = self.expr(k, env)
+                d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = (
+                    self.expr(v, env)
+                )
+            return d
+        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
+            items: list[Any] = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    inner = self.expr(e.value, env)
+                    items.extend(inner if isinstance(inner, (list, tuple)) else [inner])
                 else:
-                    parts.append(_text(val))
-        return "".join(parts)
-
-    def _bin_op(self, node: ast.BinOp, env: dict[str, Any]) -> Any:
-        return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
-
-    def _dict(self, node: ast.Dict, env: dict[str, Any]) -> Any:
-        d: dict[Any, Any] = {}
-        for k, v in zip(node.keys, node.values, strict=True):
-            if k is None:
-                inner = self.expr(v, env)
-                if isinstance(inner, dict):
-                    d.update(inner)
-                continue
-            key = self.expr(k, env)
-            d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = self.expr(
-                v, env
-            )
-        return d
-
-    def _sequence(self, node: ast.List | ast.Tuple | ast.Set, env: dict[str, Any]) -> Any:
-        items: list[Any] = []
-        for e in node.elts:
-            if isinstance(e, ast.Starred):
-                inner = self.expr(e.value, env)
-                items.extend(inner if isinstance(inner, (list, tuple)) else [inner])
-            else:
-                items.append(self.expr(e, env))
-        return tuple(items) if isinstance(node, ast.Tuple) else items
-
-    def _subscript(self, node: ast.Subscript, env: dict[str, Any]) -> Any:
-        obj = self.expr(node.value, env)
-        key = self.expr(node.slice, env)
-        try:
-            if (
-                isinstance(obj, (dict, list, tuple, str))
-                and _known(key)
-                and not isinstance(key, (dict, list))
-            ):
-                return obj[key]
-        except (KeyError, IndexError, TypeError, ValueError):
-            pass
-        return Unknown(node=node)
-
-    def _slice(self, node: ast.Slice, env: dict[str, Any]) -> Any:
-        # ``sys.argv[4:]``, ``parts[1:-1]``: a slice with known integer bounds
-        parts = (node.lower, node.upper, node.step)
-        bounds = [None if b is None else self.expr(b, env) for b in parts]
-        if all(b is None or type(b) is int for b in bounds) and bounds[2] != 0:
-            return slice(*bounds)
-        return Unknown("slice")
-
-    def _dict_comp(self, node: ast.DictComp, env: dict[str, Any]) -> Any:
-        self.comprehension(node, env)
-        return Unknown(node=node)
-
-    def _if_exp(self, node: ast.IfExp, env: dict[str, Any]) -> Any:
-        test = _truth(self.expr(node.test, env))
-        if test is not None:
-            return self.expr(node.body if test else node.orelse, env)
-        body = self.expr(node.body, env)
-        self.expr(node.orelse, env)
-        return body
-
-    def _bool_op(self, node: ast.BoolOp, env: dict[str, Any]) -> Any:
-        vals = [self.expr(v, env) for v in node.values]
-        if isinstance(node.op, ast.Or):
-            # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
+                    items.append(self.expr(e, env))
+            return tuple(items) if isinstance(node, ast.Tuple) else items
+        if kind is ast.Subscript:
+            obj = self.expr(node.value, env)
+            key = self.expr(node.slice, env)
+            try:
+                if (
+                    isinstance(obj, (dict, list, tuple, str))
+                    and _known(key)
+                    and not isinstance(key, (dict, list))
+                ):
+                    return obj[key]
+            except (KeyError, IndexError, TypeError, ValueError):
+                pass
+            return Unknown(node=node)
+        if kind is ast.Slice:
+            # ``sys.argv[4:]``, ``parts[1:-1]``: a slice with known integer bounds
+            parts = (node.lower, node.upper, node.step)
+            bounds = [None if b is None else self.expr(b, env) for b in parts]
+            if all(b is None or type(b) is int for b in bounds) and bounds[2] != 0:
+                return slice(*bounds)
+            return Unknown("slice")
+        if kind is ast.ListComp or kind is ast.GeneratorExp or kind is ast.SetComp:
+            return self.comprehension(node, env)
+        if kind is ast.DictComp:
+            self.comprehension(node, env)
+            return Unknown(node=node)
+        if kind is ast.IfExp:
+            test = _truth(self.expr(node.test, env))
+            if test is not None:
+                return self.expr(node.body if test else node.orelse, env)
+            body = self.expr(node.body, env)
+            self.expr(node.orelse, env)
+            return body
+        if kind is ast.BoolOp:
+            vals = [self.expr(v, env) for v in node.values]
+            if isinstance(node.op, ast.Or):
+                # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
+                for v in vals:
+                    t = _truth(v)
+                    if t is None:
+                        return v
+                    if t:
+                        return v
+                return vals[-1]
             for v in vals:
                 t = _truth(v)
-                if t is None:
-                    return v
-                if t:
+                if t is None and not _known(v) and not isinstance(v, Unknown):
+                    continue  # objects (sessions, responses) are true
+                if t is not True:
                     return v
             return vals[-1]
-        for v in vals:
-            t = _truth(v)
-            if t is None and not _known(v) and not isinstance(v, Unknown):
-                continue  # objects (sessions, responses) are true
-            if t is not True:
-                return v
-        return vals[-1]
-
-    def _compare_op(self, node: ast.Compare, env: dict[str, Any]) -> Any:
-        left = self.expr(node.left, env)
-        rights = [self.expr(c, env) for c in node.comparators]
-        if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
-            same = _identical(left, rights[0])
-            if same is not None:
-                return same if isinstance(node.ops[0], ast.Is) else not same
-            return Unknown(node=node)
-        if len(rights) == 1 and _known(left) and _known(rights[0]):
-            try:
-                return _compare(node.ops[0], left, rights[0])
-            except TypeError:
+        if kind is ast.Compare:
+            left = self.expr(node.left, env)
+            rights = [self.expr(c, env) for c in node.comparators]
+            if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+                same = _identical(left, rights[0])
+                if same is not None:
+                    return same if isinstance(node.ops[0], ast.Is) else not same
                 return Unknown(node=node)
+            if len(rights) == 1 and _known(left) and _known(rights[0]):
+                try:
+                    return _compare(node.ops[0], left, rights[0])
+                except TypeError:
+                    return Unknown(node=node)
+            return Unknown(node=node)
+        if kind is ast.UnaryOp:
+            v = self.expr(node.operand, env)
+            if isinstance(node.op, ast.USub) and isinstance(v, (int, float)):
+                return -v
+            if isinstance(node.op, ast.Not) and (t := _truth(v)) is not None:
+                return not t
+            return Unknown(node=node)
+        if kind is ast.Lambda:
+            return Func(node, env)
+        if kind is ast.NamedExpr:
+            v = self.expr(node.value, env)
+            self.assign(node.target, v, env)
+            return v
+        if kind is ast.Await:
+            return self.expr(node.value, env)
         return Unknown(node=node)
-
-    def _unary_op(self, node: ast.UnaryOp, env: dict[str, Any]) -> Any:
-        v = self.expr(node.operand, env)
-        if isinstance(node.op, ast.USub) and isinstance(v, (int, float)):
-            return -v
-        if isinstance(node.op, ast.Not) and (t := _truth(v)) is not None:
-            return not t
-        return Unknown(node=node)
-
-    def _lambda(self, node: ast.Lambda, env: dict[str, Any]) -> Any:
-        return Func(node, env)
-
-    def _named_expr(self, node: ast.NamedExpr, env: dict[str, Any]) -> Any:
-        v = self.expr(node.value, env)
-        self.assign(node.target, v, env)
-        return v
-
-    def _await(self, node: ast.Await, env: dict[str, Any]) -> Any:
-        return self.expr(node.value, env)
 
     def comprehension(
         self,
@@ -854,7 +833,7 @@ class _Reader:
     # ------------------------------------------------------------------ calls
     def call(self, node: ast.Call, env: dict[str, Any]) -> Any:
         func = self.expr(node.func, env)
-        if isinstance(node.func, ast.Name) and node.func.id == "exec" and "exec" not in env:
+        if type(node.func) is ast.Name and node.func.id == "exec" and "exec" not in env:
             # exec(open("/tmp/client.py").read()): the file's code runs in these globals.
             code = self.expr(node.args[0], env) if node.args else None
             body = _parse_body(code) if isinstance(code, str) else None
@@ -869,7 +848,7 @@ class _Reader:
             return None
         args: list[Any] = []
         for a in node.args:
-            if isinstance(a, ast.Starred):
+            if type(a) is ast.Starred:
                 v = self.expr(a.value, env)
                 args.extend(v if isinstance(v, (list, tuple)) else [v])
             else:
@@ -1577,48 +1556,6 @@ class _Reader:
             self.out.append(req)
 
 
-_STMT_METHODS: dict[type, Callable[[_Reader, Any, dict[str, Any]], None]] = {
-    ast.AnnAssign: _Reader._ann_assign,
-    ast.AugAssign: _Reader._aug_assign,
-    ast.Import: _Reader.imports,
-    ast.ImportFrom: _Reader.imports,
-    ast.FunctionDef: _Reader._function_def,
-    ast.AsyncFunctionDef: _Reader._function_def,
-    ast.ClassDef: _Reader._class_def,
-    ast.Return: _Reader._return,
-    ast.If: _Reader._if,
-    ast.For: _Reader._for,
-    ast.AsyncFor: _Reader._for,
-    ast.While: _Reader._while,
-    ast.Try: _Reader._try,
-    ast.With: _Reader._with,
-    ast.AsyncWith: _Reader._with,
-}
-if hasattr(ast, "TryStar"):  # Python 3.11+: ``except*``
-    _STMT_METHODS[ast.TryStar] = _Reader._try
-_EXPR_METHODS: dict[type, Callable[[_Reader, Any, dict[str, Any]], Any]] = {
-    ast.JoinedStr: _Reader._joined_str,
-    ast.BinOp: _Reader._bin_op,
-    ast.Dict: _Reader._dict,
-    ast.List: _Reader._sequence,
-    ast.Tuple: _Reader._sequence,
-    ast.Set: _Reader._sequence,
-    ast.Subscript: _Reader._subscript,
-    ast.Slice: _Reader._slice,
-    ast.ListComp: _Reader.comprehension,
-    ast.GeneratorExp: _Reader.comprehension,
-    ast.SetComp: _Reader.comprehension,
-    ast.DictComp: _Reader._dict_comp,
-    ast.IfExp: _Reader._if_exp,
-    ast.BoolOp: _Reader._bool_op,
-    ast.Compare: _Reader._compare_op,
-    ast.UnaryOp: _Reader._unary_op,
-    ast.Lambda: _Reader._lambda,
-    ast.NamedExpr: _Reader._named_expr,
-    ast.Await: _Reader._await,
-}
-
-
 class _LoopExit(Exception):
     pass
 
@@ -2114,46 +2051,43 @@ def _parse(code: str) -> ast.Module | None:
 #: Chunk text -> its top-level statements (parsed on their own, they give these).
 _CHUNKS: dict[str, tuple[ast.stmt, ...]] = {}
 _CHUNKS_MAX = 16384
-#: A chunk starts at a line beginning with a letter that does not continue a statement.
-_CONTINUES = ("else", "elif", "except", "finally")
+#: Longer chunks are not cached (see ``_parse_body``).
+_CHUNK_MAX_LEN = 1000
+#: Where a chunk may start: a line beginning with a letter or ``_`` that is not a
+#: clause continuing the statement before it (a guess; ``_file_chunks`` checks).
+_CHUNK_START = re.compile(r"\n(?=[A-Za-z_])(?!else|elif|except|finally)")
 
 
 def _chunks(code: str) -> list[str]:
-    """``code`` cut before lines that may start a top-level statement (``"\n".join`` gives it back)."""
-    lines = code.split("\n")
-    out: list[str] = []
-    start = 0
-    for i in range(1, len(lines)):
-        line = lines[i]
-        first = line[:1]
-        if (
-            ("a" <= first <= "z" or "A" <= first <= "Z" or first == "_")
-            and not line.startswith(_CONTINUES)
-            and not lines[i - 1].startswith("@")
-        ):
-            out.append("\n".join(lines[start:i]))
-            start = i
-    out.append("\n".join(lines[start:]))
+    """``code`` cut before lines that may start a top-level statement (``"\\n".join`` gives it back)."""
+    parts = _CHUNK_START.split(code)
+    if len(parts) == 1 or "@" not in code:
+        return parts
+    # A decorated definition stays in the chunk of its decorators.
+    out = [parts[0]]
+    for part in parts[1:]:
+        last = out[-1]
+        if last.startswith("@", last.rfind("\n") + 1):
+            out[-1] = last + "\n" + part
+        else:
+            out.append(part)
     return out
 
 
-def _parse_new_chunks(texts: list[str]) -> bool:
-    """Parse ``texts`` (chunks not seen yet) as one text and file each one's statements.
+def _file_chunks(texts: list[str], tree: ast.Module) -> bool:
+    """File the statements of ``tree`` (``texts`` joined, parsed) under each text.
 
-    False when that text does not parse or a chunk does not start exactly at a
-    top-level statement (then it is not a sequence of whole statements).
+    False when a text after the first does not open exactly with a top-level
+    statement: then the texts are not each a sequence of whole statements.
     """
-    tree = _parse_text("\n".join(texts))
-    if tree is None:
-        return False
     body = tree.body
     groups: list[tuple[ast.stmt, ...]] = []
     k = 0
     line = 1
     for n, text in enumerate(texts):
-        end = line + text.count("\n") + 1  # first line of the next chunk
+        end = line + text.count("\n") + 1  # first line of the next text
         if n:
-            # A chunk after the first must open with an undecorated statement at column 0.
+            # A text after the first must open with an undecorated statement at column 0.
             if k >= len(body):
                 return False
             st = body[k]
@@ -2171,14 +2105,20 @@ def _parse_new_chunks(texts: list[str]) -> bool:
         _CHUNKS.clear()
     for text, stmts in zip(texts, groups, strict=True):
         _CHUNKS[text] = stmts
+        if "global" not in text:
+            _note_no_globals(stmts)
     return True
 
 
-def _parse_text(code: str) -> ast.Module | None:
-    try:
-        return ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+def _note_no_globals(stmts: tuple[ast.stmt, ...]) -> None:
+    """Functions and methods of a text without the word ``global`` declare none:
+    file that in :func:`_globals_of`'s cache, which then need not walk them."""
+    for st in stmts:
+        for fn in st.body if type(st) is ast.ClassDef else (st,):
+            if type(fn) is ast.FunctionDef or type(fn) is ast.AsyncFunctionDef:
+                if len(_GLOBALS) > 4096:
+                    _GLOBALS.clear()
+                _GLOBALS[id(fn)] = (fn, ())
 
 
 @functools.lru_cache(maxsize=2048)
@@ -2186,15 +2126,27 @@ def _parse_body(code: str) -> list[ast.stmt] | None:
     """The top-level statements of ``code`` as ``_parse(code).body``; None if unparsable."""
     # ``\r`` breaks lines for the parser but not for ``_chunks``; ``from __future__
     # import barry_as_FLUFL`` changes how later statements parse: whole text then.
+    # Long chunks too: how deep an AST may be depends on the stack depth at which
+    # it is parsed, and a chunk of at most _CHUNK_MAX_LEN characters is far too
+    # shallow for that to matter. ``ast.parse`` is called from here, at the stack
+    # depth ``_parse`` had, for the same reason.
     parts = _chunks(code) if "\r" not in code and "__future__" not in code else [code]
-    if len(parts) > 1:
+    if len(parts) > 1 and max(map(len, parts)) <= _CHUNK_MAX_LEN:
         missing = [p for p in dict.fromkeys(parts) if p not in _CHUNKS]
-        if not missing or _parse_new_chunks(missing):
+        filed = not missing
+        if missing:
+            try:
+                filed = _file_chunks(missing, ast.parse("\n".join(missing)))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                filed = False
+        if filed:
             found = [_CHUNKS.get(p) for p in parts]
             if all(f is not None for f in found):
                 return [st for f in found for st in f]  # type: ignore[union-attr]
-    tree = _parse(code)
-    return tree.body if tree is not None else None
+    try:
+        return ast.parse(code).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def read_python(
