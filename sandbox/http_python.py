@@ -2121,17 +2121,34 @@ def _note_no_globals(stmts: tuple[ast.stmt, ...]) -> None:
                 _GLOBALS[id(fn)] = (fn, ())
 
 
+def _shallow_stack() -> bool:
+    """Whether any chunk parses here as it would at any other depth where chunks are used.
+
+    ``ast.parse`` fails on an AST deeper than about 3 * (recursion limit - stack
+    depth) levels, and a chunk of at most _CHUNK_MAX_LEN characters is at most
+    about that many levels deep: with the stack less than ``room`` frames deep,
+    such a chunk always parses if it parses at all, so sharing chunks between
+    texts cannot change whether one of them parses.
+    """
+    room = sys.getrecursionlimit() - (_CHUNK_MAX_LEN + 10) // 3 - 100
+    if room <= 0:
+        return False
+    try:
+        sys._getframe(room)
+    except ValueError:
+        return True
+    return False
+
+
 @functools.lru_cache(maxsize=2048)
 def _parse_body(code: str) -> list[ast.stmt] | None:
     """The top-level statements of ``code`` as ``_parse(code).body``; None if unparsable."""
     # ``\r`` breaks lines for the parser but not for ``_chunks``; ``from __future__
     # import barry_as_FLUFL`` changes how later statements parse: whole text then.
-    # Long chunks too: how deep an AST may be depends on the stack depth at which
-    # it is parsed, and a chunk of at most _CHUNK_MAX_LEN characters is far too
-    # shallow for that to matter. ``ast.parse`` is called from here, at the stack
-    # depth ``_parse`` had, for the same reason.
+    # Long chunks and deep stacks too: see ``_shallow_stack``. ``ast.parse`` is
+    # called from here, at the stack depth ``_parse`` had, for the same reason.
     parts = _chunks(code) if "\r" not in code and "__future__" not in code else [code]
-    if len(parts) > 1 and max(map(len, parts)) <= _CHUNK_MAX_LEN:
+    if len(parts) > 1 and max(map(len, parts)) <= _CHUNK_MAX_LEN and _shallow_stack():
         missing = [p for p in dict.fromkeys(parts) if p not in _CHUNKS]
         filed = not missing
         if missing:
