@@ -237,6 +237,9 @@ def _plain(v: Any) -> Any:
     return _text(v)
 
 
+#: ``try: ... except* E:`` (Python 3.11+), read like ``try``.
+_TRY_STAR = getattr(ast, "TryStar", None)
+
 _OPAQUE = (Unknown, Mod, Obj, Bound, Func, LocalMod, Cls, Instance, Super)
 
 
@@ -299,41 +302,24 @@ class _Reader:
             self.stmt(stmt, env)
 
     def stmt(self, node: ast.stmt, env: dict[str, Any]) -> None:
-        if isinstance(node, ast.Expr):
-            self.expr(node.value, env)
-        elif isinstance(node, ast.Assign):
-            value = self.expr(node.value, env)
-            for target in node.targets:
+        # Exact-type tests (the parser makes no subclasses), commonest first; the
+        # handling stays inline so that nesting costs the same stack depth as before.
+        kind = type(node)
+        if kind is ast.Assign:
+            value = self.expr(node.value, env)  # type: ignore[attr-defined]
+            for target in node.targets:  # type: ignore[attr-defined]
                 self.assign(target, value, env)
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            self.assign(node.target, self.expr(node.value, env), env)
-        elif isinstance(node, ast.AugAssign):
-            cur = self.expr(node.target, env) if isinstance(node.target, ast.Name) else Unknown("?")
-            val = self.binop(node.op, cur, self.expr(node.value, env))
-            self.assign(node.target, val, env)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            self.imports(node, env)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            env[node.name] = Func(node, env)  # type: ignore[arg-type]
-        elif isinstance(node, ast.ClassDef):
-            env[node.name] = self.class_def(node, env)
-        elif isinstance(node, ast.Return):
-            raise _Return(self.expr(node.value, env) if node.value is not None else None)
-        elif isinstance(node, ast.If):
-            test = _truth(self.expr(node.test, env))
-            if test is not None:
-                self.run(node.body if test else node.orelse, env)
-            else:
-                self.run(node.body, env)
-                self.run(node.orelse, env)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            self.for_loop(node.target, node.iter, node.body, env)
-            self.run(node.orelse, env)
-        elif isinstance(node, ast.While):
-            if _truth(self.expr(node.test, env)) is not False:
-                self.while_loop(node, env)
-            self.run(node.orelse, env)
-        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+        elif kind is ast.Expr:
+            self.expr(node.value, env)  # type: ignore[attr-defined]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            self.imports(node, env)  # type: ignore[arg-type]
+        elif kind is ast.With or kind is ast.AsyncWith:
+            for item in node.items:  # type: ignore[attr-defined]
+                val = self.expr(item.context_expr, env)
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, val, env)
+            self.run(node.body, env)  # type: ignore[attr-defined]
+        elif kind is ast.Try or kind is _TRY_STAR:
             self.run(node.body, env)  # type: ignore[attr-defined]
             for h in node.handlers:  # type: ignore[attr-defined]
                 if h.name:
@@ -341,12 +327,34 @@ class _Reader:
                 self.run(h.body, env)
             self.run(node.orelse, env)  # type: ignore[attr-defined]
             self.run(node.finalbody, env)  # type: ignore[attr-defined]
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                val = self.expr(item.context_expr, env)
-                if item.optional_vars is not None:
-                    self.assign(item.optional_vars, val, env)
-            self.run(node.body, env)
+        elif kind is ast.If:
+            test = _truth(self.expr(node.test, env))  # type: ignore[attr-defined]
+            if test is not None:
+                self.run(node.body if test else node.orelse, env)  # type: ignore[attr-defined]
+            else:
+                self.run(node.body, env)  # type: ignore[attr-defined]
+                self.run(node.orelse, env)  # type: ignore[attr-defined]
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            env[node.name] = Func(node, env)  # type: ignore[attr-defined,arg-type]
+        elif kind is ast.Return:
+            raise _Return(self.expr(node.value, env) if node.value is not None else None)  # type: ignore[attr-defined]
+        elif kind is ast.For or kind is ast.AsyncFor:
+            self.for_loop(node.target, node.iter, node.body, env)  # type: ignore[attr-defined]
+            self.run(node.orelse, env)  # type: ignore[attr-defined]
+        elif kind is ast.ClassDef:
+            env[node.name] = self.class_def(node, env)  # type: ignore[attr-defined,arg-type]
+        elif kind is ast.AnnAssign:
+            if node.value is not None:  # type: ignore[attr-defined]
+                self.assign(node.target, self.expr(node.value, env), env)  # type: ignore[attr-defined]
+        elif kind is ast.AugAssign:
+            target = node.target  # type: ignore[attr-defined]
+            cur = self.expr(target, env) if isinstance(target, ast.Name) else Unknown("?")
+            val = self.binop(node.op, cur, self.expr(node.value, env))  # type: ignore[attr-defined]
+            self.assign(target, val, env)
+        elif kind is ast.While:
+            if _truth(self.expr(node.test, env)) is not False:  # type: ignore[attr-defined]
+                self.while_loop(node, env)  # type: ignore[arg-type]
+            self.run(node.orelse, env)  # type: ignore[attr-defined]
 
     def assign(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
         if isinstance(target, ast.Name):
@@ -428,15 +436,15 @@ class _Reader:
         if not name or top in _LIBRARIES or top in sys.stdlib_module_names:
             return None
         found = self.find_module(name)
-        tree = _parse(found[1]) if found is not None else None
-        if found is None or tree is None or self.depth >= _MAX_DEPTH:
+        body = _parse_body(found[1]) if found is not None else None
+        if found is None or body is None or self.depth >= _MAX_DEPTH:
             self.loaded[name] = None
             return None
         mod = LocalMod(name, {"__name__": name, "__file__": found[0]})
         self.loaded[name] = mod  # before running: circular imports see the partial module
         self.depth += 1
         try:
-            self.run(tree.body, mod.env)
+            self.run(body, mod.env)
         except _Budget:
             raise
         except Exception:  # noqa: BLE001 - a broken module keeps what it defined so far
@@ -546,20 +554,22 @@ class _Reader:
         self.steps += 1
         if self.steps > self.budget:
             raise _Budget
-        if isinstance(node, ast.Constant):
-            v = node.value
+        # Exact-type tests (the parser makes no subclasses), commonest first; the
+        # handling stays inline so that nesting costs the same stack depth as before.
+        kind = type(node)
+        if kind is ast.Name:
+            name = node.id  # type: ignore[attr-defined]
+            if name in env:
+                return env[name]
+            return _BUILTINS[name] if name in _BUILTINS else Unknown(name)
+        if kind is ast.Attribute:
+            return self.attribute(self.expr(node.value, env), node.attr, node)  # type: ignore[attr-defined]
+        if kind is ast.Constant:
+            v = node.value  # type: ignore[attr-defined]
             return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-        if isinstance(node, ast.Name):
-            if node.id in env:
-                return env[node.id]
-            return _BUILTINS[node.id] if node.id in _BUILTINS else Unknown(node.id)
-        # Node types are disjoint, so the order of these tests is only the order of
-        # how often they come: names, attributes, constants and calls dominate.
-        if isinstance(node, ast.Attribute):
-            return self.attribute(self.expr(node.value, env), node.attr, node)
-        if isinstance(node, ast.Call):
-            return self.call(node, env)
-        if isinstance(node, ast.JoinedStr):
+        if kind is ast.Call:
+            return self.call(node, env)  # type: ignore[arg-type]
+        if kind is ast.JoinedStr:
             parts = []
             for v in node.values:
                 if isinstance(v, ast.Constant):
@@ -581,9 +591,9 @@ class _Reader:
                     else:
                         parts.append(_text(val))
             return "".join(parts)
-        if isinstance(node, ast.BinOp):
+        if kind is ast.BinOp:
             return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
-        if isinstance(node, ast.Dict):
+        if kind is ast.Dict:
             d: dict[Any, Any] = {}
             for k, v in zip(node.keys, node.values, strict=True):
                 if k is None:
@@ -596,7 +606,7 @@ class _Reader:
                     self.expr(v, env)
                 )
             return d
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
             items: list[Any] = []
             for e in node.elts:
                 if isinstance(e, ast.Starred):
@@ -605,7 +615,7 @@ class _Reader:
                 else:
                     items.append(self.expr(e, env))
             return tuple(items) if isinstance(node, ast.Tuple) else items
-        if isinstance(node, ast.Subscript):
+        if kind is ast.Subscript:
             obj = self.expr(node.value, env)
             key = self.expr(node.slice, env)
             try:
@@ -618,26 +628,26 @@ class _Reader:
             except (KeyError, IndexError, TypeError, ValueError):
                 pass
             return Unknown(node=node)
-        if isinstance(node, ast.Slice):
+        if kind is ast.Slice:
             # ``sys.argv[4:]``, ``parts[1:-1]``: a slice with known integer bounds
             parts = (node.lower, node.upper, node.step)
             bounds = [None if b is None else self.expr(b, env) for b in parts]
             if all(b is None or type(b) is int for b in bounds) and bounds[2] != 0:
                 return slice(*bounds)
             return Unknown("slice")
-        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+        if kind is ast.ListComp or kind is ast.GeneratorExp or kind is ast.SetComp:
             return self.comprehension(node, env)
-        if isinstance(node, ast.DictComp):
+        if kind is ast.DictComp:
             self.comprehension(node, env)
             return Unknown(node=node)
-        if isinstance(node, ast.IfExp):
+        if kind is ast.IfExp:
             test = _truth(self.expr(node.test, env))
             if test is not None:
                 return self.expr(node.body if test else node.orelse, env)
             body = self.expr(node.body, env)
             self.expr(node.orelse, env)
             return body
-        if isinstance(node, ast.BoolOp):
+        if kind is ast.BoolOp:
             vals = [self.expr(v, env) for v in node.values]
             if isinstance(node.op, ast.Or):
                 # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
@@ -655,7 +665,7 @@ class _Reader:
                 if t is not True:
                     return v
             return vals[-1]
-        if isinstance(node, ast.Compare):
+        if kind is ast.Compare:
             left = self.expr(node.left, env)
             rights = [self.expr(c, env) for c in node.comparators]
             if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
@@ -669,20 +679,20 @@ class _Reader:
                 except TypeError:
                     return Unknown(node=node)
             return Unknown(node=node)
-        if isinstance(node, ast.UnaryOp):
+        if kind is ast.UnaryOp:
             v = self.expr(node.operand, env)
             if isinstance(node.op, ast.USub) and isinstance(v, (int, float)):
                 return -v
             if isinstance(node.op, ast.Not) and (t := _truth(v)) is not None:
                 return not t
             return Unknown(node=node)
-        if isinstance(node, ast.Lambda):
+        if kind is ast.Lambda:
             return Func(node, env)
-        if isinstance(node, ast.NamedExpr):
+        if kind is ast.NamedExpr:
             v = self.expr(node.value, env)
             self.assign(node.target, v, env)
             return v
-        if isinstance(node, ast.Await):
+        if kind is ast.Await:
             return self.expr(node.value, env)
         return Unknown(node=node)
 
@@ -823,14 +833,14 @@ class _Reader:
     # ------------------------------------------------------------------ calls
     def call(self, node: ast.Call, env: dict[str, Any]) -> Any:
         func = self.expr(node.func, env)
-        if isinstance(node.func, ast.Name) and node.func.id == "exec" and "exec" not in env:
+        if type(node.func) is ast.Name and node.func.id == "exec" and "exec" not in env:
             # exec(open("/tmp/client.py").read()): the file's code runs in these globals.
             code = self.expr(node.args[0], env) if node.args else None
-            tree = _parse(code) if isinstance(code, str) else None
-            if tree is not None and self.depth < _MAX_DEPTH:
+            body = _parse_body(code) if isinstance(code, str) else None
+            if body is not None and self.depth < _MAX_DEPTH:
                 self.depth += 1
                 try:
-                    self.run(tree.body, env)
+                    self.run(body, env)
                 except (_Return, _LoopExit):
                     pass
                 finally:
@@ -838,7 +848,7 @@ class _Reader:
             return None
         args: list[Any] = []
         for a in node.args:
-            if isinstance(a, ast.Starred):
+            if type(a) is ast.Starred:
                 v = self.expr(a.value, env)
                 args.extend(v if isinstance(v, (list, tuple)) else [v])
             else:
@@ -2029,6 +2039,133 @@ def _parse(code: str) -> ast.Module | None:
         return None
 
 
+# ----------------------------------------------------------------- statement-level parse cache
+#
+# Agents resend the same helper functions, imports and constants with a few new
+# lines at the end, so most of a new text was already parsed as part of an
+# earlier one. ``_parse_body`` splits a text into chunks of whole top-level
+# statements and parses only the chunks it has not seen, all in one go; the
+# reader uses only the statements (never their positions), so the result is
+# ``_parse(code).body`` up to line numbers.
+
+#: Chunk text -> its top-level statements (parsed on their own, they give these).
+_CHUNKS: dict[str, tuple[ast.stmt, ...]] = {}
+_CHUNKS_MAX = 16384
+#: Longer chunks are not cached (see ``_parse_body``).
+_CHUNK_MAX_LEN = 1000
+#: Where a chunk may start: a line beginning with a letter or ``_`` that is not a
+#: clause continuing the statement before it (a guess; ``_file_chunks`` checks).
+_CHUNK_START = re.compile(r"\n(?=[A-Za-z_])(?!else|elif|except|finally)")
+
+
+def _chunks(code: str) -> list[str]:
+    """``code`` cut before lines that may start a top-level statement (``"\\n".join`` gives it back)."""
+    parts = _CHUNK_START.split(code)
+    if len(parts) == 1 or "@" not in code:
+        return parts
+    # A decorated definition stays in the chunk of its decorators.
+    out = [parts[0]]
+    for part in parts[1:]:
+        last = out[-1]
+        if last.startswith("@", last.rfind("\n") + 1):
+            out[-1] = last + "\n" + part
+        else:
+            out.append(part)
+    return out
+
+
+def _file_chunks(texts: list[str], tree: ast.Module) -> bool:
+    """File the statements of ``tree`` (``texts`` joined, parsed) under each text.
+
+    False when a text after the first does not open exactly with a top-level
+    statement: then the texts are not each a sequence of whole statements.
+    """
+    body = tree.body
+    groups: list[tuple[ast.stmt, ...]] = []
+    k = 0
+    line = 1
+    for n, text in enumerate(texts):
+        end = line + text.count("\n") + 1  # first line of the next text
+        if n:
+            # A text after the first must open with an undecorated statement at column 0.
+            if k >= len(body):
+                return False
+            st = body[k]
+            if st.lineno != line or st.col_offset or getattr(st, "decorator_list", None):
+                return False
+        j = k
+        while j < len(body) and body[j].lineno < end:
+            j += 1
+        groups.append(tuple(body[k:j]))
+        k = j
+        line = end
+    if k != len(body):
+        return False
+    if len(_CHUNKS) + len(texts) > _CHUNKS_MAX:
+        _CHUNKS.clear()
+    for text, stmts in zip(texts, groups, strict=True):
+        _CHUNKS[text] = stmts
+        if "global" not in text:
+            _note_no_globals(stmts)
+    return True
+
+
+def _note_no_globals(stmts: tuple[ast.stmt, ...]) -> None:
+    """Functions and methods of a text without the word ``global`` declare none:
+    file that in :func:`_globals_of`'s cache, which then need not walk them."""
+    for st in stmts:
+        for fn in st.body if type(st) is ast.ClassDef else (st,):
+            if type(fn) is ast.FunctionDef or type(fn) is ast.AsyncFunctionDef:
+                if len(_GLOBALS) > 4096:
+                    _GLOBALS.clear()
+                _GLOBALS[id(fn)] = (fn, ())
+
+
+def _shallow_stack() -> bool:
+    """Whether any chunk parses here as it would at any other depth where chunks are used.
+
+    ``ast.parse`` fails on an AST deeper than about 3 * (recursion limit - stack
+    depth) levels, and a chunk of at most _CHUNK_MAX_LEN characters is at most
+    about that many levels deep: with the stack less than ``room`` frames deep,
+    such a chunk always parses if it parses at all, so sharing chunks between
+    texts cannot change whether one of them parses.
+    """
+    room = sys.getrecursionlimit() - (_CHUNK_MAX_LEN + 10) // 3 - 100
+    if room <= 0:
+        return False
+    try:
+        sys._getframe(room)
+    except ValueError:
+        return True
+    return False
+
+
+@functools.lru_cache(maxsize=2048)
+def _parse_body(code: str) -> list[ast.stmt] | None:
+    """The top-level statements of ``code`` as ``_parse(code).body``; None if unparsable."""
+    # ``\r`` breaks lines for the parser but not for ``_chunks``; ``from __future__
+    # import barry_as_FLUFL`` changes how later statements parse: whole text then.
+    # Long chunks and deep stacks too: see ``_shallow_stack``. ``ast.parse`` is
+    # called from here, at the stack depth ``_parse`` had, for the same reason.
+    parts = _chunks(code) if "\r" not in code and "__future__" not in code else [code]
+    if len(parts) > 1 and max(map(len, parts)) <= _CHUNK_MAX_LEN and _shallow_stack():
+        missing = [p for p in dict.fromkeys(parts) if p not in _CHUNKS]
+        filed = not missing
+        if missing:
+            try:
+                filed = _file_chunks(missing, ast.parse("\n".join(missing)))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                filed = False
+        if filed:
+            found = [_CHUNKS.get(p) for p in parts]
+            if all(f is not None for f in found):
+                return [st for f in found for st in f]  # type: ignore[union-attr]
+    try:
+        return ast.parse(code).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def read_python(
     code: str,
     files: FileLookup | None = None,
@@ -2057,8 +2194,8 @@ def read_python(
     sends = any(k in code for k in _SEND_WORDS)
     if not sends and "open(" not in code and not session and not _imports_own_module(code):
         return [], {}
-    tree = _parse(code)
-    if tree is None:
+    body = _parse_body(code)
+    if body is None:
         return (_regex_requests(code) if sends else []), {}
     path = [posixpath.dirname(script) if script and "/" in script else (cwd or "")]
     pythonpath = (environ or {}).get("PYTHONPATH", "")
@@ -2071,7 +2208,7 @@ def read_python(
         _replay_cells(reader, session, env)
     # Whatever was read before a failure or the step budget is still kept.
     with contextlib.suppress(Exception):
-        reader.run(tree.body, env)
+        reader.run(body, env)
     reqs = [r for r in reader.out if split_url(r.url).host or r.url.startswith("file:")]
     return reqs, reader.written
 
@@ -2090,10 +2227,10 @@ _DEFINING = (
 def _replay_cells(reader: _Reader, cells: list[str], env: dict[str, Any]) -> None:
     """Run the defining statements of earlier notebook cells, recording nothing."""
     for cell in cells[-32:]:
-        tree = _parse(cell)
-        if tree is None:
+        stmts = _parse_body(cell)
+        if stmts is None:
             continue
-        body = [st for st in tree.body if isinstance(st, _DEFINING)]
+        body = [st for st in stmts if isinstance(st, _DEFINING)]
         with contextlib.suppress(Exception):
             reader.run(body, env)
     del reader.out[:]
