@@ -166,6 +166,21 @@ def _targets(prompt: str) -> tuple[list[str], list[str]]:
     return bases, hosts
 
 
+@functools.lru_cache(maxsize=1024)
+def _prompt_parts(
+    prompt: str,
+) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], tuple[str, ...]]:
+    """Targets, their hosts (and as a set), and the passwords of the prompt's "known test
+    credentials". Cached (pure): the runs of one task share their prompt."""
+    targets, hosts = _targets(prompt)
+    passwords = []
+    for m in _CREDS_IN_PROMPT.finditer(prompt):
+        pw = m.group(2).rstrip(".,;)")
+        if len(pw) >= 4:
+            passwords.append(pw)
+    return tuple(targets), tuple(hosts), frozenset(hosts), tuple(passwords)
+
+
 def _seconds(ts: str | None) -> float | None:
     if not ts:
         return None
@@ -214,8 +229,11 @@ _VERBOSE_LINE = re.compile(
 _STATUS_LINE = re.compile(r"^(?:< )?HTTP/\d")
 
 
+@functools.lru_cache(maxsize=32768)
 def _strip_headers(text: str) -> str:
-    """Response body: the output without status/header blocks and curl -v noise."""
+    """Response body: the output without status/header blocks and curl -v noise.
+
+    Cached (pure): outputs repeat across steps and runs."""
     if "HTTP/" not in text and "\n* " not in text and not text.startswith("*"):
         return text.strip("\n")
     out: list[str] = []
@@ -271,9 +289,10 @@ class _Secrets:
             return
         for kind, value in sec.scan(text):
             self.add(out, kind, value, where, step, field)
-        for value, kind in self.known.items() if len(text) >= 6 else ():
-            if value in text:
-                self.add(out, kind, value, where, step, field)
+        if self.known and len(text) >= 6:
+            for value, kind in self.known.items():
+                if value in text:
+                    self.add(out, kind, value, where, step, field)
 
 
 class _Proto:
@@ -420,12 +439,19 @@ def _request_secrets(
     return out
 
 
+@functools.lru_cache(maxsize=32768)
+def _statuses(observation: str) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
+    """``statuses_in(observation)`` and its codes. Cached (pure): outputs repeat across
+    steps and runs."""
+    found = statuses_in(observation)
+    return found, tuple([c for _, c in found])
+
+
 def _attribute(
     protos: list[_Proto], observation: str
-) -> tuple[list[int], list[tuple[int | None, str]]]:
+) -> tuple[tuple[int, ...], list[tuple[int | None, str]]]:
     """HTTP statuses shown in the output, and (status, response) per request when attributable."""
-    found = statuses_in(observation)
-    codes = [c for _, c in found] if found else []
+    found, codes = _statuses(observation)
     n = len(protos)
     if n == 0:
         return codes, []
@@ -435,7 +461,7 @@ def _attribute(
         if status is None and codes:
             status = codes[-1]
         if status is not None and status not in codes:
-            codes.append(status)
+            codes += (status,)
         body = _strip_headers(observation)
         if p.write_out:
             body = strip_write_out(body, p.write_out)
@@ -456,20 +482,31 @@ _SLEEP_ARG = re.compile(r"(\d+(?:\.\d+)?)([smh]?)")
 _SLEEP_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
-def _sleep_seconds(cmds: list[Command]) -> float:
+def _repeat_and_sleeps(cmds: list[Command]) -> tuple[int, float]:
+    """Largest loop count of a step's commands (1 without commands) and its total
+    seconds of ``sleep`` (loops counted), in one pass."""
+    if not cmds:
+        return 1, 0.0
+    repeat = cmds[0].repeat
     total = 0.0
     for c in cmds:
-        if c.argv and c.argv[0] == "sleep" and len(c.argv) > 1:
-            m = _SLEEP_ARG.fullmatch(c.argv[1])
+        if c.repeat > repeat:
+            repeat = c.repeat
+        argv = c.argv
+        if argv and argv[0] == "sleep" and len(argv) > 1:
+            m = _SLEEP_ARG.fullmatch(argv[1])
             if m:
                 total += float(m.group(1)) * _SLEEP_UNIT[m.group(2)] * c.repeat
-    return total
+    return repeat, total
 
 
 def clear_caches() -> None:
     """Drop the parse caches (e.g. in a worker once its views are built)."""
     _STEP_CACHE.clear()
     _PROTO_CACHE.clear()
+    _prompt_parts.cache_clear()
+    _statuses.cache_clear()
+    _strip_headers.cache_clear()
     sec.scan.cache_clear()
     sec.classify_token.cache_clear()
     parse.cache_clear()
@@ -659,13 +696,9 @@ class _StepParts:
 
 
 def _build(traj: Trajectory) -> FrozenDict:
-    targets, target_hosts = _targets(traj.prompt)
+    targets, target_hosts, target_set, passwords = _prompt_parts(traj.prompt or "")
     files: dict[str, str] = {}
-    known: dict[str, str] = {}
-    for m in _CREDS_IN_PROMPT.finditer(traj.prompt or ""):
-        pw = m.group(2).rstrip(".,;)")
-        if len(pw) >= 4:
-            known[pw] = "password"
+    known: dict[str, str] = dict.fromkeys(passwords, "password")
     own: list[str] = []
     t0: float | None = None
     parts: list[_StepParts] = []
@@ -694,7 +727,6 @@ def _build(traj: Trajectory) -> FrozenDict:
         sp.codes, sp.responses = _attribute(sp.protos, sp.obs)
         parts.append(sp)
     # Pass 2: classify hosts, find secrets, freeze.
-    target_set = frozenset(target_hosts)
     own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
     steps: list[FrozenDict] = []
@@ -753,7 +785,7 @@ def _build(traj: Trajectory) -> FrozenDict:
                     background=p.background,
                 )
             )
-        in_requests = {f["value"] for f in col.items}
+        n_in_requests = len(col.items)
         # (Most steps write nothing and start nothing: skip building empty generators.)
         files_written = (
             tuple(FrozenDict(path=k, content=v) for k, v in sp.written.items())
@@ -764,9 +796,13 @@ def _build(traj: Trajectory) -> FrozenDict:
         for fw in files_written:
             col.text(scratch, fw["content"], "file_written", pos, fw["path"])
         if not sp.is_think and sp.text:
-            for kind, value in sec.scan(sp.text):
-                if value not in in_requests:
-                    col.add(scratch, kind, value, "command", pos)
+            found_in_text = sec.scan(sp.text)
+            if found_in_text:
+                # The values found in this step's requests (built only when needed).
+                in_requests = {f["value"] for f in col.items[:n_in_requests]}
+                for kind, value in found_in_text:
+                    if value not in in_requests:
+                        col.add(scratch, kind, value, "command", pos)
         elif sp.is_think:
             col.text(scratch, sp.text, "think", pos)
         col.text(scratch, sp.obs, "observation", pos)
@@ -777,6 +813,7 @@ def _build(traj: Trajectory) -> FrozenDict:
             flag_step = index
         secrets = tuple(col.items)
         req_tuple = tuple(requests)
+        repeat, sleeps = _repeat_and_sleeps(sp.cmds)
         steps.append(
             FrozenDict(
                 index=index,
@@ -788,12 +825,12 @@ def _build(traj: Trajectory) -> FrozenDict:
                 latency_ms=step.latency_ms,
                 requests=req_tuple,
                 status=sp.codes[-1] if sp.codes else None,
-                statuses=tuple(sp.codes),
+                statuses=sp.codes,
                 listeners=listeners,
                 files_written=files_written,
                 secrets=secrets,
-                repeat=max([c.repeat for c in sp.cmds], default=1),
-                sleeps=_sleep_seconds(sp.cmds),
+                repeat=repeat,
+                sleeps=sleeps,
             )
         )
         all_requests += req_tuple
@@ -807,8 +844,8 @@ def _build(traj: Trajectory) -> FrozenDict:
         outcome=traj.outcome,
         solved=traj.solved is True,
         n_steps=len(traj.steps),
-        targets=tuple(targets),
-        target_hosts=tuple(target_hosts),
+        targets=targets,
+        target_hosts=target_hosts,
         own_addresses=tuple(own),
         steps=tuple(steps),
         requests=tuple(all_requests),
