@@ -311,7 +311,7 @@ class _Proto:
         "headers",
         "body",
         "json",
-        "json_leaves",
+        "leaves",
         "form",
         "files",
         "client",
@@ -337,6 +337,24 @@ def _parse_json(body: str) -> Any:
 
 
 _PROTO_CACHE: dict[int, tuple[Request, _Proto]] = {}
+#: The one empty mapping of every request without a query, headers or form fields.
+_EMPTY = FrozenDict()
+
+
+def _leaf_checks(
+    json_leaves: list[tuple[str, str, int]], write: bool
+) -> list[tuple[str, str, str, bool]]:
+    """``(path, value, where, is_password)`` per body field, for :func:`_request_secrets`
+    (request-only, so worked out once per request)."""
+    return [
+        (
+            path,
+            value,
+            "stored_field" if write and not sec.is_auth_field(path, depth) else "body",
+            bool(value) and not value.startswith("$") and sec.is_password_field(path),
+        )
+        for path, value, depth in json_leaves
+    ]
 
 
 def _proto(req: Request) -> _Proto:
@@ -352,32 +370,43 @@ def _proto(req: Request) -> _Proto:
         extra = urlencode(req.query_extra)
         query_text = f"{query_text}&{extra}" if query_text else extra
         url = f"{url}{'&' if '?' in url else '?'}{extra}"
-    query: dict[str, str] = {}
-    query_all: dict[str, list[str]] = {}
+    # (Most requests have no query, form or files: share one empty value for each.)
     if query_text:
+        query: dict[str, str] = {}
+        query_all: dict[str, list[str]] = {}
         for k, v in parse_qsl(query_text, keep_blank_values=True):
             query.setdefault(k, v)
             query_all.setdefault(k, []).append(v)
+        p.query = FrozenDict(query)
+        p.query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
+        p.url_text = f"{parts.path}?{query_text}"
+    else:
+        p.query = p.query_all = _EMPTY
+        p.url_text = parts.path
     json_plain = _parse_json(req.body) if req.body else None
     p.method = req.method or "GET"
     p.url = url
     p.scheme, p.host, p.port, p.path = parts.scheme, parts.host, parts.port, parts.path
-    p.query = FrozenDict(query)
-    p.query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
-    p.url_text = parts.path + ("?" + query_text if query_text else "")
-    p.headers = FrozenDict(req.headers)
+    p.headers = FrozenDict(req.headers) if req.headers else _EMPTY
     p.body = req.body
     p.json = None if json_plain is None else freeze(json_plain)
     if json_plain is not None:
-        p.json_leaves = sec.json_leaves(json_plain)
+        json_leaves = sec.json_leaves(json_plain)
     else:
-        p.json_leaves = [(k, v, 1) for k, v in req.form.items()]
-    p.form = FrozenDict(req.form)
-    p.files = tuple(
-        FrozenDict(
-            field=f.get("field", ""), filename=f.get("filename", ""), content=f.get("content", "")
+        json_leaves = [(k, v, 1) for k, v in req.form.items()]
+    p.leaves = _leaf_checks(json_leaves, p.method in _WRITE_METHODS) if json_leaves else []
+    p.form = FrozenDict(req.form) if req.form else _EMPTY
+    p.files = (
+        tuple(
+            FrozenDict(
+                field=f.get("field", ""),
+                filename=f.get("filename", ""),
+                content=f.get("content", ""),
+            )
+            for f in req.files
         )
-        for f in req.files
+        if req.files
+        else ()
     )
     p.client = req.client
     p.repeat = max(1, req.repeat)
@@ -387,9 +416,7 @@ def _proto(req: Request) -> _Proto:
     if req.body and "://" in req.body:
         if json_plain is not None:
             p.body_urls = [
-                (v, path)
-                for path, v, _ in p.json_leaves
-                if "://" in v and _BODY_URL.match(v.strip())
+                (v, path) for path, v, _ in json_leaves if "://" in v and _BODY_URL.match(v.strip())
             ]
         else:
             p.body_urls = [(m.group(), "") for m in _BODY_URL.finditer(req.body)]
@@ -422,11 +449,9 @@ def _request_secrets(
         col.add(out, "basic_auth", f"{p.auth or ''}:{p.auth_password}", where, step)
         col.add(out, "password", p.auth_password, where, step)
     col.text(out, p.url_text, "query" if cls == "target" else "url_other_host", step)
-    if p.json_leaves:
-        write = p.method in _WRITE_METHODS
-        for path, value, depth in p.json_leaves:
-            where = "stored_field" if write and not sec.is_auth_field(path, depth) else "body"
-            if value and not value.startswith("$") and sec.is_password_field(path):
+    if p.leaves:
+        for path, value, where, is_password in p.leaves:
+            if is_password:
                 col.add(out, "password", value, where, step, path)
             col.text(out, value, where, step, path)
     elif p.body:
@@ -677,55 +702,51 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     return result
 
 
-class _StepParts:
-    __slots__ = (
-        "step",
-        "pos",
-        "tool",
-        "text",
-        "is_think",
-        "obs",
-        "ts",
-        "cmds",
-        "written",
-        "protos",
-        "listeners",
-        "codes",
-        "responses",
-    )
-
-
 def _build(traj: Trajectory) -> FrozenDict:
     targets, target_hosts, target_set, passwords = _prompt_parts(traj.prompt or "")
     files: dict[str, str] = {}
     known: dict[str, str] = dict.fromkeys(passwords, "password")
     own: list[str] = []
     t0: float | None = None
-    parts: list[_StepParts] = []
-    # Pass 1: read each step (own addresses must be complete before classifying hosts).
-    for pos, step in enumerate(traj.steps):
-        sp = _StepParts()
-        sp.step, sp.pos = step, pos
-        sp.tool = step.tool or ""
-        sp.is_think = sp.tool == "think"
-        sp.text = step.text or ""
-        sp.obs = step.observation or ""
-        if not sp.is_think and sp.text:
-            sp.cmds, sp.written, reqs, sp.listeners = _parse_step(sp.tool, sp.text, files)
-            remember_step(files, sp.tool, sp.text, sp.written)
+    # Pass 1: read each step (own addresses must be complete before classifying hosts),
+    # keeping one tuple per step for pass 2.
+    parts = []
+    for step in traj.steps:
+        tool = step.tool or ""
+        is_think = tool == "think"
+        text = step.text or ""
+        obs = step.observation or ""
+        if not is_think and text:
+            cmds, written, reqs, listeners = _parse_step(tool, text, files)
+            remember_step(files, tool, text, written)
+            if cmds and obs:
+                for addr in own_addresses_of(cmds, obs):
+                    if addr not in own:
+                        own.append(addr)
+            protos = [_proto(r) for r in reqs] if reqs else []
         else:
-            sp.cmds, sp.written, reqs, sp.listeners = [], {}, [], []
+            cmds, written, protos, listeners = [], {}, [], []
         ts = _seconds(step.timestamp)
         if ts is not None and t0 is None:
             t0 = ts
-        sp.ts = None if ts is None or t0 is None else round(ts - t0, 6)
-        if sp.cmds and sp.obs:
-            for addr in own_addresses_of(sp.cmds, sp.obs):
-                if addr not in own:
-                    own.append(addr)
-        sp.protos = [_proto(r) for r in reqs] if reqs else []
-        sp.codes, sp.responses = _attribute(sp.protos, sp.obs)
-        parts.append(sp)
+        rel_ts = None if ts is None or t0 is None else round(ts - t0, 6)
+        codes, responses = _attribute(protos, obs)
+        parts.append(
+            (
+                step,
+                tool,
+                is_think,
+                text,
+                obs,
+                rel_ts,
+                cmds,
+                written,
+                protos,
+                listeners,
+                codes,
+                responses,
+            )
+        )
     # Pass 2: classify hosts, find secrets, freeze.
     own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
@@ -735,11 +756,11 @@ def _build(traj: Trajectory) -> FrozenDict:
     all_listeners: list[FrozenDict] = []
     all_files: list[FrozenDict] = []
     flag_step = -1
-    for sp in parts:
-        pos = sp.pos
+    for pos, sp in enumerate(parts):
+        step, tool, is_think, text, obs, rel_ts, cmds, written, protos, listeners, codes, resp = sp
         col = _Secrets(known)
         requests = []
-        for p, (status, response) in zip(sp.protos, sp.responses, strict=True):
+        for p, (status, response) in zip(protos, resp, strict=True):
             cls = host_class(p.host, target_set, own_set)
             body_urls = (
                 tuple(
@@ -788,44 +809,41 @@ def _build(traj: Trajectory) -> FrozenDict:
         n_in_requests = len(col.items)
         # (Most steps write nothing and start nothing: skip building empty generators.)
         files_written = (
-            tuple(FrozenDict(path=k, content=v) for k, v in sp.written.items())
-            if sp.written
-            else ()
+            tuple(FrozenDict(path=k, content=v) for k, v in written.items()) if written else ()
         )
         scratch: list[FrozenDict] = []
         for fw in files_written:
             col.text(scratch, fw["content"], "file_written", pos, fw["path"])
-        if not sp.is_think and sp.text:
-            found_in_text = sec.scan(sp.text)
+        if not is_think and text:
+            found_in_text = sec.scan(text)
             if found_in_text:
                 # The values found in this step's requests (built only when needed).
                 in_requests = {f["value"] for f in col.items[:n_in_requests]}
                 for kind, value in found_in_text:
                     if value not in in_requests:
                         col.add(scratch, kind, value, "command", pos)
-        elif sp.is_think:
-            col.text(scratch, sp.text, "think", pos)
-        col.text(scratch, sp.obs, "observation", pos)
-        listeners = tuple(FrozenDict(li, step=pos) for li in sp.listeners) if sp.listeners else ()
-        step = sp.step
+        elif is_think:
+            col.text(scratch, text, "think", pos)
+        col.text(scratch, obs, "observation", pos)
+        listeners = tuple(FrozenDict(li, step=pos) for li in listeners) if listeners else ()
         index = step.index if isinstance(step.index, int) else pos
-        if flag_step < 0 and "FLAG{" in sp.obs:
+        if flag_step < 0 and "FLAG{" in obs:
             flag_step = index
         secrets = tuple(col.items)
         req_tuple = tuple(requests)
-        repeat, sleeps = _repeat_and_sleeps(sp.cmds)
+        repeat, sleeps = _repeat_and_sleeps(cmds)
         steps.append(
             FrozenDict(
                 index=index,
-                tool=sp.tool,
-                command="" if sp.is_think else sp.text,
-                think=sp.text if sp.is_think else "",
-                observation=sp.obs,
-                timestamp=sp.ts,
+                tool=tool,
+                command="" if is_think else text,
+                think=text if is_think else "",
+                observation=obs,
+                timestamp=rel_ts,
                 latency_ms=step.latency_ms,
                 requests=req_tuple,
-                status=sp.codes[-1] if sp.codes else None,
-                statuses=sp.codes,
+                status=codes[-1] if codes else None,
+                statuses=codes,
                 listeners=listeners,
                 files_written=files_written,
                 secrets=secrets,
