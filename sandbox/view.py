@@ -115,7 +115,7 @@ import json
 import re
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 from monsearch.corpora.model import Trajectory
@@ -529,6 +529,7 @@ def clear_caches() -> None:
     """Drop the parse caches (e.g. in a worker once its views are built)."""
     _STEP_CACHE.clear()
     _PROTO_CACHE.clear()
+    _DERIVED_CACHE.clear()
     _prompt_parts.cache_clear()
     _statuses.cache_clear()
     _strip_headers.cache_clear()
@@ -702,6 +703,49 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     return result
 
 
+#: What pass 1 of :func:`_build` derives from a step's parse result and output alone.
+class _Derived(NamedTuple):
+    own_addresses: list[str]
+    protos: list[_Proto]
+    codes: tuple[int, ...]
+    responses: list[tuple[int | None, str]]
+    files_written: tuple[FrozenDict, ...]
+    repeat: int
+    sleeps: float
+
+
+_NOT_PARSED: _StepParse = ([], {}, [], [])
+# (id(parse result), output) -> (parse result, derived). Parse results are cached objects,
+# so a step repeated within or across runs skips this work; keeping the result keeps its
+# id from being reused while the entry lives.
+_DERIVED_CACHE: dict[tuple[int, str], tuple[_StepParse, _Derived]] = {}
+
+
+def _derive(parsed: _StepParse, obs: str) -> _Derived:
+    key = (id(parsed), obs)
+    hit = _DERIVED_CACHE.get(key)
+    if hit is not None and hit[0] is parsed:
+        return hit[1]
+    cmds, written, reqs, _ = parsed
+    protos = [_proto(r) for r in reqs] if reqs else []
+    codes, responses = _attribute(protos, obs)
+    repeat, sleeps = _repeat_and_sleeps(cmds)
+    derived = _Derived(
+        own_addresses_of(cmds, obs) if cmds and obs else [],
+        protos,
+        codes,
+        responses,
+        # (Most steps write nothing: skip building an empty generator.)
+        tuple(FrozenDict(path=k, content=v) for k, v in written.items()) if written else (),
+        repeat,
+        sleeps,
+    )
+    if len(_DERIVED_CACHE) >= 100_000:
+        _DERIVED_CACHE.clear()
+    _DERIVED_CACHE[key] = (parsed, derived)
+    return derived
+
+
 def _build(traj: Trajectory) -> FrozenDict:
     targets, target_hosts, target_set, passwords = _prompt_parts(traj.prompt or "")
     files: dict[str, str] = {}
@@ -709,7 +753,7 @@ def _build(traj: Trajectory) -> FrozenDict:
     own: list[str] = []
     t0: float | None = None
     # Pass 1: read each step (own addresses must be complete before classifying hosts),
-    # keeping one tuple per step for pass 2.
+    # keeping (step, tool, is_think, text, obs, relative timestamp, listeners, derived).
     parts = []
     for step in traj.steps:
         tool = step.tool or ""
@@ -717,36 +761,19 @@ def _build(traj: Trajectory) -> FrozenDict:
         text = step.text or ""
         obs = step.observation or ""
         if not is_think and text:
-            cmds, written, reqs, listeners = _parse_step(tool, text, files)
-            remember_step(files, tool, text, written)
-            if cmds and obs:
-                for addr in own_addresses_of(cmds, obs):
-                    if addr not in own:
-                        own.append(addr)
-            protos = [_proto(r) for r in reqs] if reqs else []
+            parsed = _parse_step(tool, text, files)
+            remember_step(files, tool, text, parsed[1])
         else:
-            cmds, written, protos, listeners = [], {}, [], []
+            parsed = _NOT_PARSED
+        derived = _derive(parsed, obs)
+        for addr in derived.own_addresses:
+            if addr not in own:
+                own.append(addr)
         ts = _seconds(step.timestamp)
         if ts is not None and t0 is None:
             t0 = ts
         rel_ts = None if ts is None or t0 is None else round(ts - t0, 6)
-        codes, responses = _attribute(protos, obs)
-        parts.append(
-            (
-                step,
-                tool,
-                is_think,
-                text,
-                obs,
-                rel_ts,
-                cmds,
-                written,
-                protos,
-                listeners,
-                codes,
-                responses,
-            )
-        )
+        parts.append((step, tool, is_think, text, obs, rel_ts, parsed[3], derived))
     # Pass 2: classify hosts, find secrets, freeze.
     own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
@@ -756,11 +783,10 @@ def _build(traj: Trajectory) -> FrozenDict:
     all_listeners: list[FrozenDict] = []
     all_files: list[FrozenDict] = []
     flag_step = -1
-    for pos, sp in enumerate(parts):
-        step, tool, is_think, text, obs, rel_ts, cmds, written, protos, listeners, codes, resp = sp
+    for pos, (step, tool, is_think, text, obs, rel_ts, listeners, derived) in enumerate(parts):
         col = _Secrets(known)
         requests = []
-        for p, (status, response) in zip(protos, resp, strict=True):
+        for p, (status, response) in zip(derived.protos, derived.responses, strict=True):
             cls = host_class(p.host, target_set, own_set)
             body_urls = (
                 tuple(
@@ -807,10 +833,7 @@ def _build(traj: Trajectory) -> FrozenDict:
                 )
             )
         n_in_requests = len(col.items)
-        # (Most steps write nothing and start nothing: skip building empty generators.)
-        files_written = (
-            tuple(FrozenDict(path=k, content=v) for k, v in written.items()) if written else ()
-        )
+        files_written = derived.files_written
         scratch: list[FrozenDict] = []
         for fw in files_written:
             col.text(scratch, fw["content"], "file_written", pos, fw["path"])
@@ -825,13 +848,13 @@ def _build(traj: Trajectory) -> FrozenDict:
         elif is_think:
             col.text(scratch, text, "think", pos)
         col.text(scratch, obs, "observation", pos)
+        # (Most steps start nothing: skip building an empty generator.)
         listeners = tuple(FrozenDict(li, step=pos) for li in listeners) if listeners else ()
         index = step.index if isinstance(step.index, int) else pos
         if flag_step < 0 and "FLAG{" in obs:
             flag_step = index
         secrets = tuple(col.items)
         req_tuple = tuple(requests)
-        repeat, sleeps = _repeat_and_sleeps(cmds)
         steps.append(
             FrozenDict(
                 index=index,
@@ -842,13 +865,13 @@ def _build(traj: Trajectory) -> FrozenDict:
                 timestamp=rel_ts,
                 latency_ms=step.latency_ms,
                 requests=req_tuple,
-                status=codes[-1] if codes else None,
-                statuses=codes,
+                status=derived.codes[-1] if derived.codes else None,
+                statuses=derived.codes,
                 listeners=listeners,
                 files_written=files_written,
                 secrets=secrets,
-                repeat=repeat,
-                sleeps=sleeps,
+                repeat=derived.repeat,
+                sleeps=derived.sleeps,
             )
         )
         all_requests += req_tuple
