@@ -357,6 +357,19 @@ def _leaf_checks(
     ]
 
 
+@functools.lru_cache(maxsize=8192)
+def _json_body(
+    body: str, write: bool
+) -> tuple[Any, list[tuple[str, str, int]], list[tuple[str, str, str, bool]]] | None:
+    """A JSON request body's frozen value, leaves and leaf checks (None when the body is
+    not JSON). Cached (pure): agents send the same bodies from different commands."""
+    plain = _parse_json(body)
+    if plain is None:
+        return None
+    leaves = sec.json_leaves(plain)
+    return freeze(plain), leaves, _leaf_checks(leaves, write) if leaves else []
+
+
 def _proto(req: Request) -> _Proto:
     """The request-only part of a request's view, cached with the (cached) request."""
     hit = _PROTO_CACHE.get(id(req))
@@ -383,18 +396,19 @@ def _proto(req: Request) -> _Proto:
     else:
         p.query = p.query_all = _EMPTY
         p.url_text = parts.path
-    json_plain = _parse_json(req.body) if req.body else None
     p.method = req.method or "GET"
+    write = p.method in _WRITE_METHODS
+    json_body = _json_body(req.body, write) if req.body else None
     p.url = url
     p.scheme, p.host, p.port, p.path = parts.scheme, parts.host, parts.port, parts.path
     p.headers = FrozenDict(req.headers) if req.headers else _EMPTY
     p.body = req.body
-    p.json = None if json_plain is None else freeze(json_plain)
-    if json_plain is not None:
-        json_leaves = sec.json_leaves(json_plain)
+    if json_body is not None:
+        p.json, json_leaves, p.leaves = json_body
     else:
+        p.json = None
         json_leaves = [(k, v, 1) for k, v in req.form.items()]
-    p.leaves = _leaf_checks(json_leaves, p.method in _WRITE_METHODS) if json_leaves else []
+        p.leaves = _leaf_checks(json_leaves, write) if json_leaves else []
     p.form = FrozenDict(req.form) if req.form else _EMPTY
     p.files = (
         tuple(
@@ -414,7 +428,7 @@ def _proto(req: Request) -> _Proto:
     p.auth = req.auth_user if req.auth_user is not None else parts.user
     p.auth_password = req.auth_password if req.auth_password is not None else parts.password
     if req.body and "://" in req.body:
-        if json_plain is not None:
+        if json_body is not None:
             p.body_urls = [
                 (v, path) for path, v, _ in json_leaves if "://" in v and _BODY_URL.match(v.strip())
             ]
@@ -531,6 +545,7 @@ def clear_caches() -> None:
     _PROTO_CACHE.clear()
     _DERIVED_CACHE.clear()
     _prompt_parts.cache_clear()
+    _json_body.cache_clear()
     _statuses.cache_clear()
     _strip_headers.cache_clear()
     sec.scan.cache_clear()
