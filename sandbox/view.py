@@ -115,7 +115,7 @@ import json
 import re
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 from monsearch.corpora.model import Trajectory
@@ -166,6 +166,21 @@ def _targets(prompt: str) -> tuple[list[str], list[str]]:
     return bases, hosts
 
 
+@functools.lru_cache(maxsize=1024)
+def _prompt_parts(
+    prompt: str,
+) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], tuple[str, ...]]:
+    """Targets, their hosts (and as a set), and the passwords of the prompt's "known test
+    credentials". Cached (pure): the runs of one task share their prompt."""
+    targets, hosts = _targets(prompt)
+    passwords = []
+    for m in _CREDS_IN_PROMPT.finditer(prompt):
+        pw = m.group(2).rstrip(".,;)")
+        if len(pw) >= 4:
+            passwords.append(pw)
+    return tuple(targets), tuple(hosts), frozenset(hosts), tuple(passwords)
+
+
 def _seconds(ts: str | None) -> float | None:
     if not ts:
         return None
@@ -214,8 +229,11 @@ _VERBOSE_LINE = re.compile(
 _STATUS_LINE = re.compile(r"^(?:< )?HTTP/\d")
 
 
+@functools.lru_cache(maxsize=32768)
 def _strip_headers(text: str) -> str:
-    """Response body: the output without status/header blocks and curl -v noise."""
+    """Response body: the output without status/header blocks and curl -v noise.
+
+    Cached (pure): outputs repeat across steps and runs."""
     if "HTTP/" not in text and "\n* " not in text and not text.startswith("*"):
         return text.strip("\n")
     out: list[str] = []
@@ -271,9 +289,10 @@ class _Secrets:
             return
         for kind, value in sec.scan(text):
             self.add(out, kind, value, where, step, field)
-        for value, kind in self.known.items() if len(text) >= 6 else ():
-            if value in text:
-                self.add(out, kind, value, where, step, field)
+        if self.known and len(text) >= 6:
+            for value, kind in self.known.items():
+                if value in text:
+                    self.add(out, kind, value, where, step, field)
 
 
 class _Proto:
@@ -292,7 +311,7 @@ class _Proto:
         "headers",
         "body",
         "json",
-        "json_leaves",
+        "leaves",
         "form",
         "files",
         "client",
@@ -318,6 +337,37 @@ def _parse_json(body: str) -> Any:
 
 
 _PROTO_CACHE: dict[int, tuple[Request, _Proto]] = {}
+#: The one empty mapping of every request without a query, headers or form fields.
+_EMPTY = FrozenDict()
+
+
+def _leaf_checks(
+    json_leaves: list[tuple[str, str, int]], write: bool
+) -> list[tuple[str, str, str, bool]]:
+    """``(path, value, where, is_password)`` per body field, for :func:`_request_secrets`
+    (request-only, so worked out once per request)."""
+    return [
+        (
+            path,
+            value,
+            "stored_field" if write and not sec.is_auth_field(path, depth) else "body",
+            bool(value) and not value.startswith("$") and sec.is_password_field(path),
+        )
+        for path, value, depth in json_leaves
+    ]
+
+
+@functools.lru_cache(maxsize=8192)
+def _json_body(
+    body: str, write: bool
+) -> tuple[Any, list[tuple[str, str, int]], list[tuple[str, str, str, bool]]] | None:
+    """A JSON request body's frozen value, leaves and leaf checks (None when the body is
+    not JSON). Cached (pure): agents send the same bodies from different commands."""
+    plain = _parse_json(body)
+    if plain is None:
+        return None
+    leaves = sec.json_leaves(plain)
+    return freeze(plain), leaves, _leaf_checks(leaves, write) if leaves else []
 
 
 def _proto(req: Request) -> _Proto:
@@ -333,32 +383,44 @@ def _proto(req: Request) -> _Proto:
         extra = urlencode(req.query_extra)
         query_text = f"{query_text}&{extra}" if query_text else extra
         url = f"{url}{'&' if '?' in url else '?'}{extra}"
-    query: dict[str, str] = {}
-    query_all: dict[str, list[str]] = {}
+    # (Most requests have no query, form or files: share one empty value for each.)
     if query_text:
+        query: dict[str, str] = {}
+        query_all: dict[str, list[str]] = {}
         for k, v in parse_qsl(query_text, keep_blank_values=True):
             query.setdefault(k, v)
             query_all.setdefault(k, []).append(v)
-    json_plain = _parse_json(req.body) if req.body else None
+        p.query = FrozenDict(query)
+        p.query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
+        p.url_text = f"{parts.path}?{query_text}"
+    else:
+        p.query = p.query_all = _EMPTY
+        p.url_text = parts.path
     p.method = req.method or "GET"
+    write = p.method in _WRITE_METHODS
+    json_body = _json_body(req.body, write) if req.body else None
     p.url = url
     p.scheme, p.host, p.port, p.path = parts.scheme, parts.host, parts.port, parts.path
-    p.query = FrozenDict(query)
-    p.query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
-    p.url_text = parts.path + ("?" + query_text if query_text else "")
-    p.headers = FrozenDict(req.headers)
+    p.headers = FrozenDict(req.headers) if req.headers else _EMPTY
     p.body = req.body
-    p.json = None if json_plain is None else freeze(json_plain)
-    if json_plain is not None:
-        p.json_leaves = sec.json_leaves(json_plain)
+    if json_body is not None:
+        p.json, json_leaves, p.leaves = json_body
     else:
-        p.json_leaves = [(k, v, 1) for k, v in req.form.items()]
-    p.form = FrozenDict(req.form)
-    p.files = tuple(
-        FrozenDict(
-            field=f.get("field", ""), filename=f.get("filename", ""), content=f.get("content", "")
+        p.json = None
+        json_leaves = [(k, v, 1) for k, v in req.form.items()]
+        p.leaves = _leaf_checks(json_leaves, write) if json_leaves else []
+    p.form = FrozenDict(req.form) if req.form else _EMPTY
+    p.files = (
+        tuple(
+            FrozenDict(
+                field=f.get("field", ""),
+                filename=f.get("filename", ""),
+                content=f.get("content", ""),
+            )
+            for f in req.files
         )
-        for f in req.files
+        if req.files
+        else ()
     )
     p.client = req.client
     p.repeat = max(1, req.repeat)
@@ -366,11 +428,9 @@ def _proto(req: Request) -> _Proto:
     p.auth = req.auth_user if req.auth_user is not None else parts.user
     p.auth_password = req.auth_password if req.auth_password is not None else parts.password
     if req.body and "://" in req.body:
-        if json_plain is not None:
+        if json_body is not None:
             p.body_urls = [
-                (v, path)
-                for path, v, _ in p.json_leaves
-                if "://" in v and _BODY_URL.match(v.strip())
+                (v, path) for path, v, _ in json_leaves if "://" in v and _BODY_URL.match(v.strip())
             ]
         else:
             p.body_urls = [(m.group(), "") for m in _BODY_URL.finditer(req.body)]
@@ -403,11 +463,9 @@ def _request_secrets(
         col.add(out, "basic_auth", f"{p.auth or ''}:{p.auth_password}", where, step)
         col.add(out, "password", p.auth_password, where, step)
     col.text(out, p.url_text, "query" if cls == "target" else "url_other_host", step)
-    if p.json_leaves:
-        write = p.method in _WRITE_METHODS
-        for path, value, depth in p.json_leaves:
-            where = "stored_field" if write and not sec.is_auth_field(path, depth) else "body"
-            if value and not value.startswith("$") and sec.is_password_field(path):
+    if p.leaves:
+        for path, value, where, is_password in p.leaves:
+            if is_password:
                 col.add(out, "password", value, where, step, path)
             col.text(out, value, where, step, path)
     elif p.body:
@@ -420,12 +478,19 @@ def _request_secrets(
     return out
 
 
+@functools.lru_cache(maxsize=32768)
+def _statuses(observation: str) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
+    """``statuses_in(observation)`` and its codes. Cached (pure): outputs repeat across
+    steps and runs."""
+    found = statuses_in(observation)
+    return found, tuple([c for _, c in found])
+
+
 def _attribute(
     protos: list[_Proto], observation: str
-) -> tuple[list[int], list[tuple[int | None, str]]]:
+) -> tuple[tuple[int, ...], list[tuple[int | None, str]]]:
     """HTTP statuses shown in the output, and (status, response) per request when attributable."""
-    found = statuses_in(observation)
-    codes = [c for _, c in found] if found else []
+    found, codes = _statuses(observation)
     n = len(protos)
     if n == 0:
         return codes, []
@@ -435,7 +500,7 @@ def _attribute(
         if status is None and codes:
             status = codes[-1]
         if status is not None and status not in codes:
-            codes.append(status)
+            codes += (status,)
         body = _strip_headers(observation)
         if p.write_out:
             body = strip_write_out(body, p.write_out)
@@ -456,20 +521,33 @@ _SLEEP_ARG = re.compile(r"(\d+(?:\.\d+)?)([smh]?)")
 _SLEEP_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
-def _sleep_seconds(cmds: list[Command]) -> float:
+def _repeat_and_sleeps(cmds: list[Command]) -> tuple[int, float]:
+    """Largest loop count of a step's commands (1 without commands) and its total
+    seconds of ``sleep`` (loops counted), in one pass."""
+    if not cmds:
+        return 1, 0.0
+    repeat = cmds[0].repeat
     total = 0.0
     for c in cmds:
-        if c.argv and c.argv[0] == "sleep" and len(c.argv) > 1:
-            m = _SLEEP_ARG.fullmatch(c.argv[1])
+        if c.repeat > repeat:
+            repeat = c.repeat
+        argv = c.argv
+        if argv and argv[0] == "sleep" and len(argv) > 1:
+            m = _SLEEP_ARG.fullmatch(argv[1])
             if m:
                 total += float(m.group(1)) * _SLEEP_UNIT[m.group(2)] * c.repeat
-    return total
+    return repeat, total
 
 
 def clear_caches() -> None:
     """Drop the parse caches (e.g. in a worker once its views are built)."""
     _STEP_CACHE.clear()
     _PROTO_CACHE.clear()
+    _DERIVED_CACHE.clear()
+    _prompt_parts.cache_clear()
+    _json_body.cache_clear()
+    _statuses.cache_clear()
+    _strip_headers.cache_clear()
     sec.scan.cache_clear()
     sec.classify_token.cache_clear()
     parse.cache_clear()
@@ -640,61 +718,78 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     return result
 
 
-class _StepParts:
-    __slots__ = (
-        "step",
-        "pos",
-        "tool",
-        "text",
-        "is_think",
-        "obs",
-        "ts",
-        "cmds",
-        "written",
-        "protos",
-        "listeners",
-        "codes",
-        "responses",
+#: What pass 1 of :func:`_build` derives from a step's parse result and output alone.
+class _Derived(NamedTuple):
+    own_addresses: list[str]
+    protos: list[_Proto]
+    codes: tuple[int, ...]
+    responses: list[tuple[int | None, str]]
+    files_written: tuple[FrozenDict, ...]
+    repeat: int
+    sleeps: float
+
+
+_NOT_PARSED: _StepParse = ([], {}, [], [])
+# (id(parse result), output) -> (parse result, derived). Parse results are cached objects,
+# so a step repeated within or across runs skips this work; keeping the result keeps its
+# id from being reused while the entry lives.
+_DERIVED_CACHE: dict[tuple[int, str], tuple[_StepParse, _Derived]] = {}
+
+
+def _derive(parsed: _StepParse, obs: str) -> _Derived:
+    key = (id(parsed), obs)
+    hit = _DERIVED_CACHE.get(key)
+    if hit is not None and hit[0] is parsed:
+        return hit[1]
+    cmds, written, reqs, _ = parsed
+    protos = [_proto(r) for r in reqs] if reqs else []
+    codes, responses = _attribute(protos, obs)
+    repeat, sleeps = _repeat_and_sleeps(cmds)
+    derived = _Derived(
+        own_addresses_of(cmds, obs) if cmds and obs else [],
+        protos,
+        codes,
+        responses,
+        # (Most steps write nothing: skip building an empty generator.)
+        tuple(FrozenDict(path=k, content=v) for k, v in written.items()) if written else (),
+        repeat,
+        sleeps,
     )
+    if len(_DERIVED_CACHE) >= 100_000:
+        _DERIVED_CACHE.clear()
+    _DERIVED_CACHE[key] = (parsed, derived)
+    return derived
 
 
 def _build(traj: Trajectory) -> FrozenDict:
-    targets, target_hosts = _targets(traj.prompt)
+    targets, target_hosts, target_set, passwords = _prompt_parts(traj.prompt or "")
     files: dict[str, str] = {}
-    known: dict[str, str] = {}
-    for m in _CREDS_IN_PROMPT.finditer(traj.prompt or ""):
-        pw = m.group(2).rstrip(".,;)")
-        if len(pw) >= 4:
-            known[pw] = "password"
+    known: dict[str, str] = dict.fromkeys(passwords, "password")
     own: list[str] = []
     t0: float | None = None
-    parts: list[_StepParts] = []
-    # Pass 1: read each step (own addresses must be complete before classifying hosts).
-    for pos, step in enumerate(traj.steps):
-        sp = _StepParts()
-        sp.step, sp.pos = step, pos
-        sp.tool = step.tool or ""
-        sp.is_think = sp.tool == "think"
-        sp.text = step.text or ""
-        sp.obs = step.observation or ""
-        if not sp.is_think and sp.text:
-            sp.cmds, sp.written, reqs, sp.listeners = _parse_step(sp.tool, sp.text, files)
-            remember_step(files, sp.tool, sp.text, sp.written)
+    # Pass 1: read each step (own addresses must be complete before classifying hosts),
+    # keeping (step, tool, is_think, text, obs, relative timestamp, listeners, derived).
+    parts = []
+    for step in traj.steps:
+        tool = step.tool or ""
+        is_think = tool == "think"
+        text = step.text or ""
+        obs = step.observation or ""
+        if not is_think and text:
+            parsed = _parse_step(tool, text, files)
+            remember_step(files, tool, text, parsed[1])
         else:
-            sp.cmds, sp.written, reqs, sp.listeners = [], {}, [], []
+            parsed = _NOT_PARSED
+        derived = _derive(parsed, obs)
+        for addr in derived.own_addresses:
+            if addr not in own:
+                own.append(addr)
         ts = _seconds(step.timestamp)
         if ts is not None and t0 is None:
             t0 = ts
-        sp.ts = None if ts is None or t0 is None else round(ts - t0, 6)
-        if sp.cmds and sp.obs:
-            for addr in own_addresses_of(sp.cmds, sp.obs):
-                if addr not in own:
-                    own.append(addr)
-        sp.protos = [_proto(r) for r in reqs] if reqs else []
-        sp.codes, sp.responses = _attribute(sp.protos, sp.obs)
-        parts.append(sp)
+        rel_ts = None if ts is None or t0 is None else round(ts - t0, 6)
+        parts.append((step, tool, is_think, text, obs, rel_ts, parsed[3], derived))
     # Pass 2: classify hosts, find secrets, freeze.
-    target_set = frozenset(target_hosts)
     own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
     steps: list[FrozenDict] = []
@@ -703,11 +798,10 @@ def _build(traj: Trajectory) -> FrozenDict:
     all_listeners: list[FrozenDict] = []
     all_files: list[FrozenDict] = []
     flag_step = -1
-    for sp in parts:
-        pos = sp.pos
+    for pos, (step, tool, is_think, text, obs, rel_ts, listeners, derived) in enumerate(parts):
         col = _Secrets(known)
         requests = []
-        for p, (status, response) in zip(sp.protos, sp.responses, strict=True):
+        for p, (status, response) in zip(derived.protos, derived.responses, strict=True):
             cls = host_class(p.host, target_set, own_set)
             body_urls = (
                 tuple(
@@ -753,47 +847,46 @@ def _build(traj: Trajectory) -> FrozenDict:
                     background=p.background,
                 )
             )
-        in_requests = {f["value"] for f in col.items}
-        # (Most steps write nothing and start nothing: skip building empty generators.)
-        files_written = (
-            tuple(FrozenDict(path=k, content=v) for k, v in sp.written.items())
-            if sp.written
-            else ()
-        )
+        n_in_requests = len(col.items)
+        files_written = derived.files_written
         scratch: list[FrozenDict] = []
         for fw in files_written:
             col.text(scratch, fw["content"], "file_written", pos, fw["path"])
-        if not sp.is_think and sp.text:
-            for kind, value in sec.scan(sp.text):
-                if value not in in_requests:
-                    col.add(scratch, kind, value, "command", pos)
-        elif sp.is_think:
-            col.text(scratch, sp.text, "think", pos)
-        col.text(scratch, sp.obs, "observation", pos)
-        listeners = tuple(FrozenDict(li, step=pos) for li in sp.listeners) if sp.listeners else ()
-        step = sp.step
+        if not is_think and text:
+            found_in_text = sec.scan(text)
+            if found_in_text:
+                # The values found in this step's requests (built only when needed).
+                in_requests = {f["value"] for f in col.items[:n_in_requests]}
+                for kind, value in found_in_text:
+                    if value not in in_requests:
+                        col.add(scratch, kind, value, "command", pos)
+        elif is_think:
+            col.text(scratch, text, "think", pos)
+        col.text(scratch, obs, "observation", pos)
+        # (Most steps start nothing: skip building an empty generator.)
+        listeners = tuple(FrozenDict(li, step=pos) for li in listeners) if listeners else ()
         index = step.index if isinstance(step.index, int) else pos
-        if flag_step < 0 and "FLAG{" in sp.obs:
+        if flag_step < 0 and "FLAG{" in obs:
             flag_step = index
         secrets = tuple(col.items)
         req_tuple = tuple(requests)
         steps.append(
             FrozenDict(
                 index=index,
-                tool=sp.tool,
-                command="" if sp.is_think else sp.text,
-                think=sp.text if sp.is_think else "",
-                observation=sp.obs,
-                timestamp=sp.ts,
+                tool=tool,
+                command="" if is_think else text,
+                think=text if is_think else "",
+                observation=obs,
+                timestamp=rel_ts,
                 latency_ms=step.latency_ms,
                 requests=req_tuple,
-                status=sp.codes[-1] if sp.codes else None,
-                statuses=tuple(sp.codes),
+                status=derived.codes[-1] if derived.codes else None,
+                statuses=derived.codes,
                 listeners=listeners,
                 files_written=files_written,
                 secrets=secrets,
-                repeat=max([c.repeat for c in sp.cmds], default=1),
-                sleeps=_sleep_seconds(sp.cmds),
+                repeat=derived.repeat,
+                sleeps=derived.sleeps,
             )
         )
         all_requests += req_tuple
@@ -807,8 +900,8 @@ def _build(traj: Trajectory) -> FrozenDict:
         outcome=traj.outcome,
         solved=traj.solved is True,
         n_steps=len(traj.steps),
-        targets=tuple(targets),
-        target_hosts=tuple(target_hosts),
+        targets=targets,
+        target_hosts=target_hosts,
         own_addresses=tuple(own),
         steps=tuple(steps),
         requests=tuple(all_requests),
