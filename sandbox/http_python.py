@@ -2166,6 +2166,14 @@ def _parse_body(code: str) -> list[ast.stmt] | None:
         return None
 
 
+def clear_caches() -> None:
+    """Drop the parsed-code caches (the view's ``clear_caches`` calls this)."""
+    _parse.cache_clear()
+    _parse_body.cache_clear()
+    _CHUNKS.clear()
+    _GLOBALS.clear()
+
+
 def read_python(
     code: str,
     files: FileLookup | None = None,

@@ -127,6 +127,7 @@ from monsearch.sandbox.http_extract import (
     split_url,
     strip_credentials,
 )
+from monsearch.sandbox.http_python import clear_caches as _clear_python_caches
 from monsearch.sandbox.http_python import read_python
 from monsearch.sandbox.infra import (
     listeners_of,
@@ -552,6 +553,7 @@ def clear_caches() -> None:
     sec.classify_token.cache_clear()
     parse.cache_clear()
     split_url.cache_clear()
+    _clear_python_caches()
 
 
 def build_view(traj: Trajectory) -> FrozenDict:
