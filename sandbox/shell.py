@@ -773,15 +773,26 @@ def parse(text: str) -> list[object]:
     return _Parser(tokenize(text)).parse_list(frozenset())
 
 
-#: One token of a plain command text: blanks, then a word whose every part is a plain
-#: chunk, a closed '...', a closed "..." without backslashes, backticks or $( ) or a
-#: lone $; or one of the operators | && || ; exactly as :data:`_OP` would read them
-#: (not |&, ;; or ;&). A plain word is the word :func:`tokenize` reads there, or the
-#: next token fails to start where it ends.
-_PLAIN_TOKEN = re.compile(
-    r"[ \t]*+(?:((?:[^\s'\"\\;&|<>()`$#]++|'[^']*+'|\"(?:[^\"\\`$]++|\$(?!\())*+\""
-    r"|\$(?![({]))++)|(&&|\|\||\|(?!&)|;(?![;&])))"
+#: One token of a plain command text: blanks (as :data:`_WS` reads them), then either
+#: an operator, read by the very alternation of :data:`_OP` (so it is the operator
+#: :func:`tokenize` reads there) unless it is one the fast path leaves to the parser
+#: (``;;``, ``;&``, ``|&``, heredocs, parentheses), or a word whose every part is a
+#: plain chunk, a closed '...', a closed "..." without backticks or $( ), a ``\x``
+#: escape, a closed ${...} or a lone $ (each consumed exactly as :data:`_WORD_FAST`
+#: does; no word starts with ``#``). A plain word is the word :func:`tokenize` reads
+#: there, or the next token fails to start where it ends. (Only ASCII digits start an
+#: operator, as in :data:`_OP_FIRST`.)
+_PLAIN_BLANKS = r"(?:[ \t\r\f\v]++|\\\n)*+"
+_PLAIN_OP = r"(?=[&|;<>\n0-9])(?!;;|;&|\|&|<<(?!<))(?:" + _OP.pattern + r")"
+_PLAIN_WORD = (
+    r"(?!#)(?:[^\s'\"\\;&|<>()`$]++|'[^']*+'|\"(?:[^\"\\`$]++|\\[\s\S]|\$(?!\())*+\""
+    r"|\\[\s\S]|\$\{[^}]*+\}|\$(?![({]))++"
 )
+_PLAIN_TOKEN = re.compile(f"{_PLAIN_BLANKS}(?:({_PLAIN_OP})|({_PLAIN_WORD}))")
+#: Starts of texts that are compound commands (or, rarely, a plain command like ``format``).
+_COMPOUND = ("for", "while", "until", "if", "case")
+#: Operators that end a simple command; every other operator read is a redirection.
+_PLAIN_SEPS = frozenset({"|", "&&", "||", ";", "&", "\n"})
 #: First words that the parser reads as syntax, not as a simple command.
 _NOT_PLAIN_FIRST = frozenset(
     {"for", "while", "until", "if", "case", "{", "function", "!", *_KEYWORDS_END}
@@ -789,35 +800,64 @@ _NOT_PLAIN_FIRST = frozenset(
 
 
 def _parse_plain(text: str) -> list[object] | None:
-    """The AST of a text of simple commands joined by ``|``, ``&&``, ``||`` and ``;``,
-    without redirections, expansions of commands, comments or newlines: what
-    ``_Parser(tokenize(text)).parse_list`` returns for it, without building the tokens.
-    None for any other text (an empty command, a keyword, an unknown character...)."""
+    """The AST of a text of simple commands (words and redirections other than
+    heredocs) joined by ``|``, ``&&``, ``||``, ``;``, ``&`` and newlines, without
+    expansions of commands or comments: what ``_Parser(tokenize(text)).parse_list``
+    returns for it, without building the tokens. None for any other text (an empty
+    command, a keyword, an unknown character...), which the parser then reads."""
+    if "<<" in text or "$(" in text or "`" in text or text.lstrip().startswith(_COMPOUND):
+        return None  # surely not plain: spare the scan of a heredoc or a loop's text
+    # One regex pass: split gives [gap, op, word, gap, op, word, ..., tail]; the text is
+    # plain when every gap is empty and the tail is blanks.
+    split = _PLAIN_TOKEN.split(text)
+    if any(split[0:-1:3]) or split[-1].strip(" \t\r\f\v"):
+        return None
     pipes: list[object] = []
     parts: list[object] = []
     words: list[str] = []
-    pos = 0
-    for m in _PLAIN_TOKEN.finditer(text):
-        if m.start() != pos:
-            return None
-        pos = m.end()
-        word = m.group(1)
-        if word is not None:
-            words.append(word)
+    reds: list[tuple[str, str | None, Token]] = []
+    raw: list[str] = []  # every word of the command, redirection targets included
+    target_of: Token | None = None  # a redirection still waiting for its target word
+    for op, word in zip(split[1::3], split[2::3], strict=True):
+        if word:
+            if target_of is not None:
+                reds.append((target_of.text, word, target_of))
+                target_of = None
+            else:
+                words.append(word)
+            raw.append(word)
             continue
-        if not words or words[0] in _NOT_PLAIN_FIRST:
+        if target_of is not None:  # no target word: the parser records None
+            reds.append((target_of.text, None, target_of))
+            target_of = None
+        if op not in _PLAIN_SEPS:
+            tok = Token(OP, op)
+            if op.endswith(("&1", "&2", "-")):
+                reds.append((op, None, tok))
+            else:
+                target_of = tok
+            continue
+        if not words:
+            # Separators before any command, and newlines after ``|``/``&&``/``||``,
+            # are skipped by the parser; anything else is left to it.
+            if reds or not (op == "\n" or (not parts and op in (";", "&"))):
+                return None
+            continue
+        if words[0] in _NOT_PLAIN_FIRST:
             return None
-        parts.append(Simple(words, [], " ".join(words)))
-        words = []
-        if m.group(2) != "|":
-            pipes.append(Pipeline(parts))
+        parts.append(Simple(words, reds, " ".join(raw)))
+        words, reds, raw = [], [], []
+        if op != "|":
+            pipes.append(Pipeline(parts, op == "&"))
             parts = []
-    if text[pos:].strip(" \t"):
-        return None
+    if target_of is not None:
+        reds.append((target_of.text, None, target_of))
     if words:
         if words[0] in _NOT_PLAIN_FIRST:
             return None
-        parts.append(Simple(words, [], " ".join(words)))
+        parts.append(Simple(words, reds, " ".join(raw)))
+    elif reds:
+        return None
     if parts:
         pipes.append(Pipeline(parts))
     return pipes or None
