@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 #: Literal loops up to this many values are unrolled into one command per value.
@@ -805,14 +805,21 @@ def parse(text: str) -> list[object]:
 #: escape, a closed ${...} or a lone $ (each consumed exactly as :data:`_WORD_FAST`
 #: does; no word starts with ``#``). A plain word is the word :func:`tokenize` reads
 #: there, or the next token fails to start where it ends. (Only ASCII digits start an
-#: operator, as in :data:`_OP_FIRST`.)
+#: operator, as in :data:`_OP_FIRST`, and :func:`tokenize` reads ``2\u0663>`` as a word:
+#: an operator's leading digits are ``[0-9]``, not ``\d``.)
 _PLAIN_BLANKS = r"(?:[ \t\r\f\v]++|\\\n)*+"
-_PLAIN_OP = r"(?=[&|;<>\n0-9])(?!;;|;&|\|&|<<(?!<))(?:" + _OP.pattern + r")"
+_PLAIN_OP = (
+    r"(?=[&|;<>\n0-9])(?!;;|;&|\|&|<<(?!<))(?:" + _OP.pattern.replace(r"|\d*", "|[0-9]*") + ")"
+)
 _PLAIN_WORD = (
     r"(?!#)(?:[^\s'\"\\;&|<>()`$]++|'[^']*+'|\"(?:[^\"\\`$]++|\\[\s\S]|\$(?!\())*+\""
     r"|\\[\s\S]|\$\{[^}]*+\}|\$(?![({]))++"
 )
 _PLAIN_TOKEN = re.compile(f"{_PLAIN_BLANKS}(?:({_PLAIN_OP})|({_PLAIN_WORD}))")
+#: :data:`_PLAIN_TOKEN` that also reads the heredoc operators ``<<`` and ``<<-``.
+_HEREDOC_TOKEN = re.compile(
+    f"{_PLAIN_BLANKS}(?:({_PLAIN_OP.replace('|<<(?!<)', '')})|({_PLAIN_WORD}))"
+)
 #: Starts of texts that are compound commands (or, rarely, a plain command like ``format``).
 _COMPOUND = ("for", "while", "until", "if", "case")
 #: Operators that end a simple command; every other operator read is a redirection.
@@ -822,27 +829,82 @@ _NOT_PLAIN_FIRST = frozenset(
     {"for", "while", "until", "if", "case", "{", "function", "!", *_KEYWORDS_END}
 )
 
+#: A plain token: (operator, None) or (None, word), as :data:`_PLAIN_TOKEN` reads it.
+_PlainToken = tuple[str | None, str | None]
+
 
 def _parse_plain(text: str) -> list[object] | None:
-    """The AST of a text of simple commands (words and redirections other than
-    heredocs) joined by ``|``, ``&&``, ``||``, ``;``, ``&`` and newlines, without
-    expansions of commands or comments: what ``_Parser(tokenize(text)).parse_list``
-    returns for it, without building the tokens. None for any other text (an empty
-    command, a keyword, an unknown character...), which the parser then reads."""
-    if "<<" in text or "$(" in text or "`" in text or text.lstrip().startswith(_COMPOUND):
-        return None  # surely not plain: spare the scan of a heredoc or a loop's text
-    # One regex pass: split gives [gap, op, word, gap, op, word, ..., tail]; the text is
-    # plain when every gap is empty and the tail is blanks.
-    split = _PLAIN_TOKEN.split(text)
-    if any(split[0:-1:3]) or split[-1].strip(" \t\r\f\v"):
+    """The AST of a text of simple commands (words and redirections, heredocs included)
+    joined by ``|``, ``&&``, ``||``, ``;``, ``&`` and newlines, without expansions of
+    commands or comments: what ``_Parser(tokenize(text)).parse_list`` returns for it,
+    without building the tokens. None for any other text (an empty command, a keyword,
+    an unknown character...), which the parser then reads."""
+    if text.lstrip().startswith(_COMPOUND):
+        return None  # surely not plain: spare the scan of a loop's text
+    heredocs: list[Token] = []
+    if "<<" in text:
+        tokens = _heredoc_tokens(text, heredocs)
+        if tokens is None:
+            return None
+    else:
+        if "$(" in text or "`" in text:
+            return None  # surely not plain: spare the scan
+        # One regex pass: split gives [gap, op, word, gap, op, word, ..., tail]; the
+        # text is plain when every gap is empty and the tail is blanks.
+        split = _PLAIN_TOKEN.split(text)
+        if any(split[0:-1:3]) or split[-1].strip(" \t\r\f\v"):
+            return None
+        tokens = zip(split[1::3], split[2::3], strict=True)
+    return _plain_ast(tokens, iter(heredocs))
+
+
+def _heredoc_tokens(text: str, heredocs: list[Token]) -> list[_PlainToken] | None:
+    """The plain tokens of a text with heredocs, token by token: each ``<<``/``<<-``
+    must be followed by its delimiter word, and its body, read at the next newline
+    operator as :func:`tokenize` reads it, is skipped. Appends each heredoc operator's
+    token to ``heredocs``. None when the text is not plain."""
+    tokens: list[_PlainToken] = []
+    pending: list[Token] = []  # heredocs whose body starts after the next newline
+    pos = 0
+    while (m := _HEREDOC_TOKEN.match(text, pos)) is not None:
+        op, word = m.groups()
+        pos = m.end()
+        if op == "<<" or op == "<<-":
+            m = _PLAIN_TOKEN.match(text, pos)
+            if m is None or m.group(2) is None:
+                return None  # no delimiter word right after the operator
+            word = m.group(2)
+            pos = m.end()
+            tok = Token(OP, f"{op} {unquote_simple(word)}", None, any(q in word for q in "'\"\\"))
+            pending.append(tok)
+            heredocs.append(tok)
+            tokens.append((op, None))
+            continue
+        tokens.append((op, word))
+        if op == "\n" and pending:
+            for tok in pending:
+                tok.heredoc, pos = _read_heredoc(
+                    text, pos, tok.text.split(" ", 1)[1], tok.text.startswith("<<-")
+                )
+            pending.clear()
+    if text[pos:].strip(" \t\r\f\v"):
         return None
+    for tok in pending:  # heredoc opened on the last line: empty body
+        tok.heredoc = ""
+    return tokens
+
+
+def _plain_ast(tokens: Iterable[_PlainToken], heredocs: Iterator[Token]) -> list[object] | None:
+    """The parser's AST of plain tokens, or None when the parser would read them
+    differently (a keyword, an empty command...); ``heredocs`` gives the token of each
+    heredoc operator in turn."""
     pipes: list[object] = []
     parts: list[object] = []
     words: list[str] = []
     reds: list[tuple[str, str | None, Token]] = []
     raw: list[str] = []  # every word of the command, redirection targets included
     target_of: Token | None = None  # a redirection still waiting for its target word
-    for op, word in zip(split[1::3], split[2::3], strict=True):
+    for op, word in tokens:
         if word:
             if target_of is not None:
                 reds.append((target_of.text, word, target_of))
@@ -855,11 +917,12 @@ def _parse_plain(text: str) -> list[object] | None:
             reds.append((target_of.text, None, target_of))
             target_of = None
         if op not in _PLAIN_SEPS:
-            tok = Token(OP, op)
-            if op.endswith(("&1", "&2", "-")):
-                reds.append((op, None, tok))
+            if op == "<<" or op == "<<-":
+                reds.append((op, None, next(heredocs)))
+            elif op.endswith(("&1", "&2", "-")):
+                reds.append((op, None, Token(OP, op)))
             else:
-                target_of = tok
+                target_of = Token(OP, op)
             continue
         if not words:
             # Separators before any command, and newlines after ``|``/``&&``/``||``,
