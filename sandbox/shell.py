@@ -328,6 +328,11 @@ _BRACE_RANGE_ALPHA = re.compile(r"^(.*?)\{([a-zA-Z])\.\.([a-zA-Z])\}(.*)$")
 _BRACE_LIST = re.compile(r"^(.*?)\{([^{}]*,[^{}]*)\}(.*)$")
 
 
+#: A word that is one closed "..." string without $( or backticks (:func:`_skip_double`
+#: reads it to its last quote).
+_DQ_WORD = re.compile(r'"(?:[^"\\`$]++|\\[\s\S]|\$(?!\())*+"')
+#: The escapes :func:`_expand_dq` resolves: \" \\ \$ \` give the character, \newline nothing.
+_DQ_ESCAPE = re.compile(r'\\(["\\$`])|\\\n')
 _NEEDS_EXPANSION = re.compile(r"['\"\\\\$`]")
 _PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|\d+)(?:(:?[-=+?])(.*))?$", re.S)
 _PARAM_LENGTH = re.compile(r"#([A-Za-z_][A-Za-z0-9_]*)$")
@@ -352,6 +357,12 @@ def expand_word(
         inner = raw[1:-1]
         if '"' not in inner and "\\" not in inner and "$" not in inner and "`" not in inner:
             return inner, True  # "text": nothing inside to expand (the loop gives the same)
+        if _DQ_WORD.fullmatch(raw):
+            # One "..." string without $( or backticks: the loop's _skip_double would end
+            # it at the last quote, so the value is its inside's, escapes only if no $.
+            if "$" not in inner:
+                return _DQ_ESCAPE.sub(r"\1", inner), True
+            return _expand_dq(inner, env, subst)
     out: list[str] = []
     known = True
     i = 0
@@ -854,6 +865,12 @@ def _parse_plain(text: str) -> list[object] | None:
         split = _PLAIN_TOKEN.split(text)
         if any(split[0:-1:3]) or split[-1].strip(" \t\r\f\v"):
             return None
+        if not any(split[1::3]):
+            # No operator, the commonest text: one simple command (_plain_ast's result).
+            words = split[2::3]
+            if not words or words[0] in _NOT_PLAIN_FIRST:
+                return None
+            return [Pipeline([Simple(words, [], " ".join(words))])]
         tokens = zip(split[1::3], split[2::3], strict=True)
     return _plain_ast(tokens, iter(heredocs))
 
