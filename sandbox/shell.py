@@ -98,12 +98,20 @@ class Token:
     heredoc_quoted: bool = False
 
 
+_DOLLAR_CHUNK = re.compile(r"[^()'\"\\`]+")
+
+
 def _skip_quoted_dollar(text: str, i: int) -> int:
     """Index just past the ``$(...)``/``$((...))`` starting at ``text[i] == '$'``."""
     depth = 0
     n = len(text)
     j = i + 1
     while j < n:
+        m = _DOLLAR_CHUNK.match(text, j)  # characters the loop below only steps over
+        if m:
+            j = m.end()
+            if j >= n:
+                break
         c = text[j]
         if c == "(":
             depth += 1
