@@ -1266,7 +1266,9 @@ class _Interp:
                 return
         cmd_env = {**env, **assigns} if assigns else env
         # Without assignments the command's env is env itself: ``subst`` serves as is.
-        argv = self.expand_words(words[k:], cmd_env, repeat, subst if cmd_env is env else None)
+        argv = self.expand_words(
+            words[k:] if k else words, cmd_env, repeat, subst if cmd_env is env else None
+        )
         if argv and argv[0] in ("export", "local", "declare", "typeset", "readonly"):
             for w in words[k + 1 :]:
                 if m := _ASSIGN.match(w):
@@ -1287,9 +1289,13 @@ class _Interp:
             finally:
                 self.depth -= 1
             return
+        # Command(argv=argv, raw=node.raw, repeat=repeat, background=bg, env=cmd_env,
+        # cwd=self.cwd) with every field given in order: positional arguments cost the
+        # dataclass __init__ half as much as keywords (one command per simple command).
         cmd = Command(
-            argv=argv, raw=node.raw, repeat=repeat, background=bg, env=cmd_env, cwd=self.cwd
-        )
+            argv, node.raw, None, None, None, False, repeat, True, bg, None, False, cmd_env,
+            None, self.cwd,
+        )  # fmt: skip
         if prev is not None:
             cmd.piped_from = prev
             if prev.output is not None:
