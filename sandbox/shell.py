@@ -1385,7 +1385,9 @@ class _Interp:
             return
         if argv[0] in ("cd", "pushd"):
             self.cwd = _change_dir(self.cwd, argv[1:])
-        cmd.output = _static_output(cmd, self.lookup_file)
+        # Only these names have a static output: spare the call for every other command.
+        is_static = argv[0] in _STATIC_OUTPUT_NAMES
+        cmd.output = _static_output(cmd, self.lookup_file) if is_static else None
         if cmd.stdout_file:
             content = (
                 cmd.output
@@ -1652,6 +1654,10 @@ def _printf_text(args: list[str]) -> str:
         if idx >= len(vals):
             break
     return "".join(out)
+
+
+#: The commands :func:`_static_output` knows the output of.
+_STATIC_OUTPUT_NAMES = frozenset({"echo", "printf", "cat", "seq", "true"})
 
 
 def _static_output(cmd: Command, files: FileLookup) -> str | None:
