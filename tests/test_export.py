@@ -151,6 +151,12 @@ def test_stealthbench_format_gives_the_same_scores(setup, seed_plugin, probe_plu
         assert np.array_equal(np.array(got), setup["scores"][program])
         # One trajectory at a time (a fresh program per call): the same, these are stateless.
         assert [plugin.score(d) for d in docs[:10]] == got[:10]
+        # Cold parse caches give the same scores (the caches only skip repeated work).
+        view_module = sys.modules[f"{plugin.__name__}._vendor.view"]
+        assert view_module._STEP_CACHE
+        plugin.clear_caches()
+        assert not view_module._STEP_CACHE and not view_module._DERIVED_CACHE
+        assert [plugin.score(d) for d in docs[:10]] == got[:10]
 
 
 def _steps(traj) -> list[dict]:

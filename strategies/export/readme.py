@@ -158,6 +158,7 @@ monitor.decide(s, budget=0.01)            # audit / tie / pass at that budget
 monitor.findings("run.json")              # the steps that raised the score, with spans
 monitor.score_steps("run.json")           # score of each prefix (step-by-step hosts)
 monitor.MONITOR                           # hashes, metrics, thresholds, caps
+monitor.clear_caches()                    # free the parse caches (long-running hosts)
 ```
 
 `oracle()` calls inside the program return None unless the host passes a judge:

@@ -7,7 +7,8 @@ rewritten, so the view and the restricted execution are the ones the scores in
 ``MONITOR`` were measured with.
 
 Public API: :func:`score`, :func:`evaluate`, :func:`findings`, :func:`score_steps`,
-:func:`score_many`, :func:`decide`, :func:`threshold`, :func:`load`, :data:`MONITOR`.
+:func:`score_many`, :func:`decide`, :func:`threshold`, :func:`load`, :data:`MONITOR`,
+:func:`clear_caches`.
 """
 
 from __future__ import annotations
@@ -41,11 +42,13 @@ from ._vendor.model import OUTCOMES, Step, Trajectory
 from ._vendor.restricted import PrintSink, build_globals, compile_program, load_program
 from ._vendor.stepinput import step_input
 from ._vendor.view import build_view
+from ._vendor.view import clear_caches as _clear_view_caches
 
 __all__ = [
     "MONITOR",
     "InputError",
     "Result",
+    "clear_caches",
     "decide",
     "evaluate",
     "findings",
@@ -324,6 +327,13 @@ def _view(traj: Trajectory) -> FrozenDict:
         return build_view(traj)
     finally:
         gc.enable()
+
+
+def clear_caches() -> None:
+    """Drop the parse caches kept between trajectories (commands, outputs and code that
+    recur are parsed once). They are bounded, but a long-running host can call this
+    between batches to return their memory; scores do not change."""
+    _clear_view_caches()
 
 
 def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
