@@ -83,49 +83,22 @@ def split_url(url: str) -> UrlParts:
     """Parse a URL without raising (bad ports become None, unknown text stays in path)."""
     try:
         parts = urlsplit(url)
-        user, password, hostname, port_text = _netloc_parts(parts.netloc)
-        host = hostname.lower()
-        port = _port_number(port_text)
+        host = (parts.hostname or "").lower()
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
         if port is None and parts.scheme in ("http", "ws"):
             port = 80
         elif port is None and parts.scheme in ("https", "wss"):
             port = 443
-        user = unquote(user) if user else None
-        password = unquote(password) if password else None
+        user = unquote(parts.username) if parts.username else None
+        password = unquote(parts.password) if parts.password else None
         return UrlParts(
             parts.scheme.lower(), host, port, parts.path or "/", parts.query, user, password
         )
     except (ValueError, TypeError):
         return UrlParts("", "", None, url, "", None, None)
-
-
-def _netloc_parts(netloc: str) -> tuple[str | None, str | None, str, str | None]:
-    """``(username, password, hostname, port text)`` of a netloc, split as the
-    ``username``/``password``/``hostname``/``port`` properties of urllib's
-    ``SplitResult`` split it (their ``_userinfo``/``_hostinfo``), in one pass
-    instead of six property calls that each re-split the netloc."""
-    userinfo, have_info, hostinfo = netloc.rpartition("@")
-    if have_info:
-        user, have_password, password = userinfo.partition(":")
-        if not have_password:
-            password = None
-    else:
-        user = password = None
-    _, have_open_br, bracketed = hostinfo.partition("[")
-    if have_open_br:
-        hostname, _, port = bracketed.partition("]")
-        _, _, port = port.partition(":")
-    else:
-        hostname, _, port = hostinfo.partition(":")
-    return user, password, hostname, port or None
-
-
-def _port_number(port: str | None) -> int | None:
-    """``SplitResult.port`` of the port text, with None where it would raise."""
-    if port is None or not (port.isdigit() and port.isascii()):
-        return None
-    number = int(port)
-    return number if 0 <= number <= 65535 else None
 
 
 _URL_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@\s]*)@(.*)$", re.S)

@@ -1289,13 +1289,9 @@ class _Interp:
             finally:
                 self.depth -= 1
             return
-        # Command(argv=argv, raw=node.raw, repeat=repeat, background=bg, env=cmd_env,
-        # cwd=self.cwd) with every field given in order: positional arguments cost the
-        # dataclass __init__ half as much as keywords (one command per simple command).
         cmd = Command(
-            argv, node.raw, None, None, None, False, repeat, True, bg, None, False, cmd_env,
-            None, self.cwd,
-        )  # fmt: skip
+            argv=argv, raw=node.raw, repeat=repeat, background=bg, env=cmd_env, cwd=self.cwd
+        )
         if prev is not None:
             cmd.piped_from = prev
             if prev.output is not None:
@@ -1385,9 +1381,7 @@ class _Interp:
             return
         if argv[0] in ("cd", "pushd"):
             self.cwd = _change_dir(self.cwd, argv[1:])
-        # Only these names have a static output: spare the call for every other command.
-        is_static = argv[0] in _STATIC_OUTPUT_NAMES
-        cmd.output = _static_output(cmd, self.lookup_file) if is_static else None
+        cmd.output = _static_output(cmd, self.lookup_file)
         if cmd.stdout_file:
             content = (
                 cmd.output
@@ -1654,10 +1648,6 @@ def _printf_text(args: list[str]) -> str:
         if idx >= len(vals):
             break
     return "".join(out)
-
-
-#: The commands :func:`_static_output` knows the output of.
-_STATIC_OUTPUT_NAMES = frozenset({"echo", "printf", "cat", "seq", "true"})
 
 
 def _static_output(cmd: Command, files: FileLookup) -> str | None:

@@ -204,6 +204,7 @@ class SearchEvaluator:
             progress=progress,
             **shared,
         )
+
         def train_pool(trajs: list[Any], subset: int | None) -> Any:
             return SandboxPool(
                 trajs,
@@ -220,7 +221,9 @@ class SearchEvaluator:
         try:
             self._train_pool = train_pool(self.train, proposer_subset)
             same = [t.id for t in self.tune_train] == [t.id for t in self.train]
-            self._tune_pool = self._train_pool if same else train_pool(self.tune_train, train_subset)
+            self._tune_pool = (
+                self._train_pool if same else train_pool(self.tune_train, train_subset)
+            )
         except BaseException:
             self.close()
             raise

@@ -443,3 +443,22 @@ def test_write_out_code_glued_to_a_body_ending_in_digits():
     t = make_traj(("curl -s -w '%{http_code}' http://app:5000/api/users/7", '{"id":4567}200'))
     r = build_view(t).requests[0]
     assert (r.status, r.response) == (200, '{"id":4567}')
+
+
+def test_status_precheck_admits_every_status_pattern():
+    # statuses_in skips outputs that hold no needle of its patterns; the pre-check is a
+    # hand-written chain, so each pattern's own needle (and a line it reads) must pass it.
+    from monsearch.sandbox import infra
+
+    for needle, _pattern in infra._STATUS_PATTERNS:
+        assert infra._may_hold_status(needle), needle
+    for line, code in [
+        ("HTTP/1.1 404 Not Found", 404),
+        ("HTTP request sent, awaiting response... 503", 503),
+        ("ERROR 429: Too Many Requests.", 429),
+        ("urllib.error.HTTPError: HTTP Error 401: Unauthorized", 401),
+        ("<title>500 Internal Server Error</title>", 500),
+        ("<Response [201]>", 201),
+        ("status_code = 302", 302),
+    ]:
+        assert [c for _, c in infra.statuses_in(line)] == [code], line
