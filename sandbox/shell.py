@@ -905,39 +905,46 @@ def _parse_plain(text: str) -> list[object] | None:
 
 
 def _heredoc_tokens(text: str, heredocs: list[Token]) -> list[_PlainToken] | None:
-    """The plain tokens of a text with heredocs, token by token: each ``<<``/``<<-``
-    must be followed by its delimiter word, and its body, read at the next newline
-    operator as :func:`tokenize` reads it, is skipped. Appends each heredoc operator's
-    token to ``heredocs``. None when the text is not plain."""
+    """The plain tokens of a text with heredocs: each ``<<``/``<<-`` must be followed by
+    its delimiter word, and the bodies, read after the newline operator that ends the
+    heredoc's line as :func:`tokenize` reads them, are skipped. Appends each heredoc
+    operator's token to ``heredocs``. None when the text is not plain (or when a word or
+    a ``\\``-newline runs across the end of a heredoc's line: the parser then reads it).
+
+    The text between bodies is read in one split, up to the first line end after the
+    next ``<<``: a clean split (no gap, blanks after the last token) reads the tokens
+    that matching at each position would, since no token there can go on across that
+    newline; the ``<<`` operators are all on that segment's last line."""
     tokens: list[_PlainToken] = []
-    pending: list[Token] = []  # heredocs whose body starts after the next newline
     pos = 0
-    while (m := _HEREDOC_TOKEN.match(text, pos)) is not None:
-        op, word = m.groups()
-        pos = m.end()
-        if op == "<<" or op == "<<-":
-            m = _PLAIN_TOKEN.match(text, pos)
-            if m is None or m.group(2) is None:
-                return None  # no delimiter word right after the operator
-            word = m.group(2)
-            pos = m.end()
-            tok = Token(OP, f"{op} {unquote_simple(word)}", None, _quoted(word))
-            pending.append(tok)
-            heredocs.append(tok)
-            tokens.append((op, None))
-            continue
-        tokens.append((op, word))
-        if op == "\n" and pending:
-            for tok in pending:
-                tok.heredoc, pos = _read_heredoc(
-                    text, pos, tok.text.split(" ", 1)[1], tok.text.startswith("<<-")
-                )
-            pending.clear()
-    if text[pos:].strip(" \t\r\f\v"):
-        return None
-    for tok in pending:  # heredoc opened on the last line: empty body
-        tok.heredoc = ""
-    return tokens
+    while True:
+        at = text.find("<<", pos)
+        nl = text.find("\n", at) if at >= 0 else -1
+        split = _HEREDOC_TOKEN.split(text[pos:] if nl < 0 else text[pos:nl])
+        if any(split[0:-1:3]) or split[-1].strip(" \t\r\f\v"):
+            return None
+        pending: list[tuple[Token, str, bool]] = []  # (token, delimiter, strip tabs)
+        segment = zip(split[1::3], split[2::3], strict=True)
+        for op, word in segment:
+            if op == "<<" or op == "<<-":
+                delim_word = next(segment, (None, None))[1]
+                if delim_word is None:
+                    return None  # no delimiter word right after the operator
+                delim = unquote_simple(delim_word)
+                tok = Token(OP, f"{op} {delim}", None, _quoted(delim_word))
+                pending.append((tok, delim, op == "<<-"))
+                heredocs.append(tok)
+                tokens.append((op, None))
+            else:
+                tokens.append((op, word))
+        if nl < 0:
+            for tok, _, _ in pending:  # heredoc opened on the last line: empty body
+                tok.heredoc = ""
+            return tokens
+        tokens.append(("\n", None))
+        pos = nl + 1
+        for tok, delim, strip_tabs in pending:
+            tok.heredoc, pos = _read_heredoc(text, pos, delim, strip_tabs)
 
 
 def _plain_ast(tokens: Iterable[_PlainToken], heredocs: Iterator[Token]) -> list[object] | None:
