@@ -84,6 +84,10 @@ _OP = re.compile(
 _OP_FIRST = frozenset("&|;<>()\n0123456789")
 _PLAIN = re.compile(r"[^\s'\"\\;&|<>()`$]+")
 _DQ_CHUNK = re.compile(r'[^"\\`$]+')
+#: Double-quoted text up to the next ``$`` or backtick: every character but those, and
+#: backslash escapes, which :func:`_dq_unescape` resolves as :func:`_expand_dq` would one
+#: by one (backslash and one of ``"\\$``` give that character, backslash-newline nothing).
+_DQ_RUN = re.compile(r"(?:[^\\`$]++|\\[\s\S])++")
 _VARNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@#?*$!-]")
 
 # Token kinds
@@ -417,17 +421,17 @@ def expand_word(
     return "".join(out), known
 
 
-def _dq_unescape(inner: str) -> str:
-    """``_DQ_ESCAPE.sub(r"\\1", inner)`` for the inside of a :data:`_DQ_WORD` without ``$``.
+def _dq_unescape(text: str) -> str:
+    """``_DQ_ESCAPE.sub(r"\\1", text)`` for double-quoted text where every backslash starts
+    a two-character escape (the inside of a :data:`_DQ_WORD`, a :data:`_DQ_RUN`).
 
-    Every backslash there starts a two-character escape, so splitting at ``\\\\`` (read
-    left to right, like the regex) leaves parts where no escape ends in a backslash:
-    their escapes cannot overlap, and plain replacements give the regex's text. (Its
-    template expansion costs about a microsecond per escape, and JSON bodies are full
-    of ``\\"``.)"""
+    Splitting at ``\\\\`` (read left to right, like the regex) leaves parts where no escape
+    ends in a backslash: their escapes cannot overlap, and plain replacements give the
+    regex's text. (Its template expansion costs about a microsecond per escape, and JSON
+    bodies are full of ``\\"``.)"""
     return "\\".join(
-        part.replace('\\"', '"').replace("\\`", "`").replace("\\\n", "")
-        for part in inner.split("\\\\")
+        part.replace('\\"', '"').replace("\\$", "$").replace("\\`", "`").replace("\\\n", "")
+        for part in text.split("\\\\")
     )
 
 
@@ -439,13 +443,14 @@ def _expand_dq(
     i = 0
     n = len(inner)
     while i < n:
-        m = _DQ_CHUNK.match(inner, i)
+        m = _DQ_RUN.match(inner, i)
         if m:
-            out.append(m.group())
+            run = m.group()
+            out.append(_dq_unescape(run) if "\\" in run else run)
             i = m.end()
             continue
         c = inner[i]
-        if c == "\\":
+        if c == "\\":  # (only a last lone backslash is left to this branch)
             nxt = inner[i + 1 : i + 2]
             if nxt in ('"', "\\", "$", "`"):
                 out.append(nxt)
@@ -1625,10 +1630,13 @@ def _arith_for(text: str) -> tuple[int, str, int, bool]:
 _PRINTF_SPEC = re.compile(r"%(?:%|[-+ #0]*\d*(?:\.\d+)?[sdbqifxXc])")
 
 
+_ECHO_FLAGS = re.compile(r"-[neE]+")
+
+
 def _echo_text(args: list[str]) -> str:
     newline = True
     escapes = False
-    while args and re.fullmatch(r"-[neE]+", args[0]):
+    while args and _ECHO_FLAGS.fullmatch(args[0]):
         newline = newline and "n" not in args[0]
         escapes = "e" in args[0] or escapes
         args = args[1:]
