@@ -1017,6 +1017,15 @@ def python_invocation(
     return cmd.stdin, None, [""]
 
 
+@functools.cache
+def _python_reader() -> Callable[..., tuple[list[Request], dict[str, str]]]:
+    """:func:`monsearch.sandbox.http_python.read_python`, imported on first use (a cycle
+    at module level) and kept: an import statement costs about a microsecond per call."""
+    from monsearch.sandbox.http_python import read_python
+
+    return read_python
+
+
 def extract_requests(
     cmds: list[Command],
     files: FileLookup,
@@ -1043,14 +1052,10 @@ def extract_requests(
             elif name in ("nc", "ncat", "netcat", "socat", "telnet"):
                 out.extend(parse_nc(cmd))
             elif name.startswith("py") and _PYTHON.match(name):  # every match starts "py"
-                # Imported here (a cycle at module level), and only for Python commands:
-                # the import statement costs about a microsecond per call.
-                from monsearch.sandbox.http_python import read_python
-
                 inv = python_invocation(cmd, files)
                 code = inv[0] if inv is not None else None
                 if inv is not None and code:
-                    py_reqs, py_written = read_python(
+                    py_reqs, py_written = _python_reader()(
                         code,
                         files,
                         modules=modules,

@@ -84,6 +84,10 @@ _OP = re.compile(
 _OP_FIRST = frozenset("&|;<>()\n0123456789")
 _PLAIN = re.compile(r"[^\s'\"\\;&|<>()`$]+")
 _DQ_CHUNK = re.compile(r'[^"\\`$]+')
+#: Double-quoted text up to the next ``$`` or backtick: every character but those, and
+#: backslash escapes, which :func:`_dq_unescape` resolves as :func:`_expand_dq` would one
+#: by one (backslash and one of ``"\\$``` give that character, backslash-newline nothing).
+_DQ_RUN = re.compile(r"(?:[^\\`$]++|\\[\s\S])++")
 _VARNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@#?*$!-]")
 
 # Token kinds
@@ -307,7 +311,7 @@ def tokenize(text: str) -> list[Token]:
         i = j
         if awaiting_delim is not None:
             delim = unquote_simple(word)
-            awaiting_delim.heredoc_quoted = any(q in word for q in "'\"\\")
+            awaiting_delim.heredoc_quoted = _quoted(word)
             awaiting_delim.text = f"{awaiting_delim.text} {delim}"
             pending.append(awaiting_delim)
             awaiting_delim = None
@@ -322,9 +326,14 @@ def _is_fd_redirect(op: str) -> bool:
     return op.lstrip("0123456789")[:1] in ("<", ">")
 
 
+def _quoted(word: str) -> bool:
+    """Whether ``word`` has a quote or a backslash (three scans beat a generator)."""
+    return "'" in word or '"' in word or "\\" in word
+
+
 def unquote_simple(word: str) -> str:
     """Remove quotes and backslashes without expanding anything."""
-    if not any(c in word for c in "'\"\\"):
+    if not _quoted(word):
         return word
     return expand_word(word, {}, None, keep_unknown=True)[0]
 
@@ -342,6 +351,8 @@ _DQ_WORD = re.compile(r'"(?:[^"\\`$]++|\\[\s\S]|\$(?!\())*+"')
 #: The escapes :func:`_expand_dq` resolves: \" \\ \$ \` give the character, \newline nothing.
 _DQ_ESCAPE = re.compile(r'\\(["\\$`])|\\\n')
 _NEEDS_EXPANSION = re.compile(r"['\"\\\\$`]")
+#: A word :meth:`_Interp.expand_words` changes has one of these (it also expands braces).
+_EXPANDABLE = re.compile(r"['\"\\\\$`{]")
 _PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|\d+)(?:(:?[-=+?])(.*))?$", re.S)
 _PARAM_LENGTH = re.compile(r"#([A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -369,7 +380,7 @@ def expand_word(
             # One "..." string without $( or backticks: the loop's _skip_double would end
             # it at the last quote, so the value is its inside's, escapes only if no $.
             if "$" not in inner:
-                return _DQ_ESCAPE.sub(r"\1", inner), True
+                return _dq_unescape(inner), True
             return _expand_dq(inner, env, subst)
     out: list[str] = []
     known = True
@@ -410,6 +421,20 @@ def expand_word(
     return "".join(out), known
 
 
+def _dq_unescape(text: str) -> str:
+    """``_DQ_ESCAPE.sub(r"\\1", text)`` for double-quoted text where every backslash starts
+    a two-character escape (the inside of a :data:`_DQ_WORD`, a :data:`_DQ_RUN`).
+
+    Splitting at ``\\\\`` (read left to right, like the regex) leaves parts where no escape
+    ends in a backslash: their escapes cannot overlap, and plain replacements give the
+    regex's text. (Its template expansion costs about a microsecond per escape, and JSON
+    bodies are full of ``\\"``.)"""
+    return "\\".join(
+        part.replace('\\"', '"').replace("\\$", "$").replace("\\`", "`").replace("\\\n", "")
+        for part in text.split("\\\\")
+    )
+
+
 def _expand_dq(
     inner: str, env: dict[str, str], subst: Callable[[str], str | None] | None
 ) -> tuple[str, bool]:
@@ -418,13 +443,14 @@ def _expand_dq(
     i = 0
     n = len(inner)
     while i < n:
-        m = _DQ_CHUNK.match(inner, i)
+        m = _DQ_RUN.match(inner, i)
         if m:
-            out.append(m.group())
+            run = m.group()
+            out.append(_dq_unescape(run) if "\\" in run else run)
             i = m.end()
             continue
         c = inner[i]
-        if c == "\\":
+        if c == "\\":  # (only a last lone backslash is left to this branch)
             nxt = inner[i + 1 : i + 2]
             if nxt in ('"', "\\", "$", "`"):
                 out.append(nxt)
@@ -884,39 +910,46 @@ def _parse_plain(text: str) -> list[object] | None:
 
 
 def _heredoc_tokens(text: str, heredocs: list[Token]) -> list[_PlainToken] | None:
-    """The plain tokens of a text with heredocs, token by token: each ``<<``/``<<-``
-    must be followed by its delimiter word, and its body, read at the next newline
-    operator as :func:`tokenize` reads it, is skipped. Appends each heredoc operator's
-    token to ``heredocs``. None when the text is not plain."""
+    """The plain tokens of a text with heredocs: each ``<<``/``<<-`` must be followed by
+    its delimiter word, and the bodies, read after the newline operator that ends the
+    heredoc's line as :func:`tokenize` reads them, are skipped. Appends each heredoc
+    operator's token to ``heredocs``. None when the text is not plain (or when a word or
+    a ``\\``-newline runs across the end of a heredoc's line: the parser then reads it).
+
+    The text between bodies is read in one split, up to the first line end after the
+    next ``<<``: a clean split (no gap, blanks after the last token) reads the tokens
+    that matching at each position would, since no token there can go on across that
+    newline; the ``<<`` operators are all on that segment's last line."""
     tokens: list[_PlainToken] = []
-    pending: list[Token] = []  # heredocs whose body starts after the next newline
     pos = 0
-    while (m := _HEREDOC_TOKEN.match(text, pos)) is not None:
-        op, word = m.groups()
-        pos = m.end()
-        if op == "<<" or op == "<<-":
-            m = _PLAIN_TOKEN.match(text, pos)
-            if m is None or m.group(2) is None:
-                return None  # no delimiter word right after the operator
-            word = m.group(2)
-            pos = m.end()
-            tok = Token(OP, f"{op} {unquote_simple(word)}", None, any(q in word for q in "'\"\\"))
-            pending.append(tok)
-            heredocs.append(tok)
-            tokens.append((op, None))
-            continue
-        tokens.append((op, word))
-        if op == "\n" and pending:
-            for tok in pending:
-                tok.heredoc, pos = _read_heredoc(
-                    text, pos, tok.text.split(" ", 1)[1], tok.text.startswith("<<-")
-                )
-            pending.clear()
-    if text[pos:].strip(" \t\r\f\v"):
-        return None
-    for tok in pending:  # heredoc opened on the last line: empty body
-        tok.heredoc = ""
-    return tokens
+    while True:
+        at = text.find("<<", pos)
+        nl = text.find("\n", at) if at >= 0 else -1
+        split = _HEREDOC_TOKEN.split(text[pos:] if nl < 0 else text[pos:nl])
+        if any(split[0:-1:3]) or split[-1].strip(" \t\r\f\v"):
+            return None
+        pending: list[tuple[Token, str, bool]] = []  # (token, delimiter, strip tabs)
+        segment = zip(split[1::3], split[2::3], strict=True)
+        for op, word in segment:
+            if op == "<<" or op == "<<-":
+                delim_word = next(segment, (None, None))[1]
+                if delim_word is None:
+                    return None  # no delimiter word right after the operator
+                delim = unquote_simple(delim_word)
+                tok = Token(OP, f"{op} {delim}", None, _quoted(delim_word))
+                pending.append((tok, delim, op == "<<-"))
+                heredocs.append(tok)
+                tokens.append((op, None))
+            else:
+                tokens.append((op, word))
+        if nl < 0:
+            for tok, _, _ in pending:  # heredoc opened on the last line: empty body
+                tok.heredoc = ""
+            return tokens
+        tokens.append(("\n", None))
+        pos = nl + 1
+        for tok, delim, strip_tabs in pending:
+            tok.heredoc, pos = _read_heredoc(text, pos, delim, strip_tabs)
 
 
 def _plain_ast(tokens: Iterable[_PlainToken], heredocs: Iterator[Token]) -> list[object] | None:
@@ -1044,18 +1077,13 @@ class _Interp:
         return subst
 
     def expand_words(
-        self,
-        words: list[str],
-        env: dict[str, str],
-        repeat: int,
-        subst: Callable[[str], str | None] | None = None,
+        self, words: list[str], env: dict[str, str], subst: Callable[[str], str | None] | None
     ) -> list[str]:
-        """Expanded words; ``subst`` is ``make_subst(env, repeat)`` when the caller has it."""
-        if subst is None:
-            subst = self.make_subst(env, repeat)
+        """Expanded words; ``subst`` is ``make_subst(env, repeat)``, or None when no word
+        has a command substitution."""
         out: list[str] = []
         for w in words:
-            if _NEEDS_EXPANSION.search(w) is None and "{" not in w:
+            if _EXPANDABLE.search(w) is None:
                 out.append(w)  # nothing to expand (expand_word's first test), no braces
                 continue
             val, _ = expand_word(w, env, subst)
@@ -1244,12 +1272,14 @@ class _Interp:
         self, node: Simple, env: dict[str, str], repeat: int, prev: Command | None, bg: bool
     ) -> None:
         words = node.words
+        raw = node.raw  # every word and redirection target of the command
+        # Only a "$(" or a backtick makes expand_word call ``subst``: spare the closure.
+        subst = self.make_subst(env, repeat) if "$(" in raw or "`" in raw else None
         # Leading assignments.
         k = 0
         assigns: dict[str, str] = {}
-        subst = self.make_subst(env, repeat)
         unknown: list[str] = []
-        while k < len(words) and (m := _ASSIGN.match(words[k])):
+        while k < len(words) and "=" in words[k] and (m := _ASSIGN.match(words[k])):
             val, ok = expand_word(m.group(3), {**env, **assigns}, subst)
             name = m.group(1)
             if ok:
@@ -1265,10 +1295,16 @@ class _Interp:
             if not node.redirects:
                 return
         cmd_env = {**env, **assigns} if assigns else env
-        # Without assignments the command's env is env itself: ``subst`` serves as is.
-        argv = self.expand_words(
-            words[k:] if k else words, cmd_env, repeat, subst if cmd_env is env else None
-        )
+        if _EXPANDABLE.search(raw) is None:
+            # Most commands: no word has anything to expand, so expand_words keeps them all.
+            argv = words[k:] if k else words[:]
+        else:
+            # Without assignments the command's env is env itself: ``subst`` serves as is.
+            argv = self.expand_words(
+                words[k:] if k else words,
+                cmd_env,
+                self.make_subst(cmd_env, repeat) if subst and cmd_env is not env else subst,
+            )
         if argv and argv[0] in ("export", "local", "declare", "typeset", "readonly"):
             for w in words[k + 1 :]:
                 if m := _ASSIGN.match(w):
@@ -1318,8 +1354,10 @@ class _Interp:
         guard = 0
         while argv and guard < 8:
             guard += 1
-            name = argv[0].rsplit("/", 1)[-1]
-            if name not in _UNWRAP_NAMES and "/" not in argv[0]:
+            name = argv[0]
+            if "/" in name:
+                name = name.rsplit("/", 1)[-1]
+            elif name not in _UNWRAP_NAMES:
                 break  # no branch below applies: spare the tests
             if name in _WRAPPERS_NOARG:
                 argv = _drop_options(argv[1:])
@@ -1592,10 +1630,13 @@ def _arith_for(text: str) -> tuple[int, str, int, bool]:
 _PRINTF_SPEC = re.compile(r"%(?:%|[-+ #0]*\d*(?:\.\d+)?[sdbqifxXc])")
 
 
+_ECHO_FLAGS = re.compile(r"-[neE]+")
+
+
 def _echo_text(args: list[str]) -> str:
     newline = True
     escapes = False
-    while args and re.fullmatch(r"-[neE]+", args[0]):
+    while args and _ECHO_FLAGS.fullmatch(args[0]):
         newline = newline and "n" not in args[0]
         escapes = "e" in args[0] or escapes
         args = args[1:]
@@ -1650,42 +1691,50 @@ def _printf_text(args: list[str]) -> str:
     return "".join(out)
 
 
+def _cat_output(cmd: Command, files: FileLookup) -> str | None:
+    paths = [a for a in cmd.argv[1:] if not a.startswith("-") or a == "-"]
+    if not paths:
+        return cmd.stdin
+    parts = []
+    for p in paths:
+        c = cmd.stdin if p == "-" else files(p)
+        if c is None:
+            return None
+        parts.append(c)
+    return "".join(parts)
+
+
+def _seq_output(cmd: Command, files: FileLookup) -> str | None:
+    nums = [a for a in cmd.argv[1:] if re.fullmatch(r"-?\d+", a)]
+    if len(nums) == 1:
+        a, step, b = 1, 1, int(nums[0])
+    elif len(nums) == 2:
+        a, step, b = int(nums[0]), 1, int(nums[1])
+    elif len(nums) == 3:
+        a, step, b = int(nums[0]), int(nums[1]) or 1, int(nums[2])
+    else:
+        return None
+    count = max(0, (b - a) // step + 1)
+    if count > 100_000:
+        return None
+    return "".join(f"{a + k * step}\n" for k in range(count))
+
+
+#: The commands whose stdout can be known without running them, by name: one dict
+#: look-up instead of a test per name for every other command.
+_STATIC_OUTPUTS: dict[str, Callable[[Command, FileLookup], str | None]] = {
+    "echo": lambda cmd, files: _echo_text(cmd.argv[1:]),
+    "printf": lambda cmd, files: _printf_text(cmd.argv[1:]),
+    "cat": _cat_output,
+    "seq": _seq_output,
+    "true": lambda cmd, files: "",
+}
+
+
 def _static_output(cmd: Command, files: FileLookup) -> str | None:
     """Stdout of ``cmd`` when it can be known without running it."""
-    argv = cmd.argv
-    name = argv[0]
-    if name == "echo":
-        return _echo_text(argv[1:])
-    if name == "printf":
-        return _printf_text(argv[1:])
-    if name == "cat":
-        paths = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
-        if not paths:
-            return cmd.stdin
-        parts = []
-        for p in paths:
-            c = cmd.stdin if p == "-" else files(p)
-            if c is None:
-                return None
-            parts.append(c)
-        return "".join(parts)
-    if name == "seq":
-        nums = [a for a in argv[1:] if re.fullmatch(r"-?\d+", a)]
-        if len(nums) == 1:
-            a, step, b = 1, 1, int(nums[0])
-        elif len(nums) == 2:
-            a, step, b = int(nums[0]), 1, int(nums[1])
-        elif len(nums) == 3:
-            a, step, b = int(nums[0]), int(nums[1]) or 1, int(nums[2])
-        else:
-            return None
-        count = max(0, (b - a) // step + 1)
-        if count > 100_000:
-            return None
-        return "".join(f"{a + k * step}\n" for k in range(count))
-    if name == "true":
-        return ""
-    return None
+    known = _STATIC_OUTPUTS.get(cmd.argv[0])
+    return known(cmd, files) if known is not None else None
 
 
 _READ_ERRORS = (
