@@ -390,11 +390,12 @@ class _Reader:
     def imports(self, node: ast.Import | ast.ImportFrom, env: dict[str, Any]) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                local = self.local_module(alias.name)
+                top = alias.name.split(".", 1)[0]
+                # Most imports are of libraries, which ``local_module`` never reads.
+                local = None if top in _NOT_OWN else self.local_module(alias.name)
                 if alias.asname:
                     env[alias.asname] = local or Mod(alias.name)
                     continue
-                top = alias.name.split(".", 1)[0]
                 if local is None:
                     env[top] = Mod(top)
                     continue
@@ -433,7 +434,7 @@ class _Reader:
         if name in self.loaded:
             return self.loaded[name]
         top = name.split(".", 1)[0]
-        if not name or top in _LIBRARIES or top in sys.stdlib_module_names:
+        if not name or top in _NOT_OWN:
             return None
         found = self.find_module(name)
         body = _parse_body(found[1]) if found is not None else None
@@ -1623,6 +1624,8 @@ _LIBRARIES = frozenset(
         "urlparse",
     ]
 )
+#: Top-level names that are never the agent's own module: libraries and the stdlib.
+_NOT_OWN = _LIBRARIES | sys.stdlib_module_names
 _SHELL_CALLS = frozenset(
     {
         "subprocess.run",
@@ -2299,7 +2302,7 @@ def _imports_own_module(code: str) -> bool:
         for name in names:
             words = name.split()
             top = words[0].split(".", 1)[0] if words else ""
-            if top and top not in _LIBRARIES and top not in sys.stdlib_module_names:
+            if top and top not in _NOT_OWN:
                 return True
     return False
 
