@@ -258,7 +258,10 @@ def _strip_headers(text: str) -> str:
 
 
 class _Secrets:
-    """Collects one step's findings (frozen, de-duplicated) and remembers known values."""
+    """Collects one step's findings (frozen, de-duplicated) and remembers known values.
+
+    One collector serves a whole trajectory: :meth:`take` hands over a step's findings
+    and starts the next step's (most steps find nothing, so nothing is rebuilt then)."""
 
     __slots__ = ("known", "items", "seen")
 
@@ -267,64 +270,68 @@ class _Secrets:
         self.items: list[FrozenDict] = []
         self.seen: set[tuple[str, str, str, str]] = set()
 
-    def add(
-        self, out: list[FrozenDict], kind: str, value: str, where: str, step: int, field: str = ""
-    ) -> None:
+    def take(self) -> tuple[FrozenDict, ...]:
+        """The findings collected since the last call, in order."""
+        items = self.items
+        if not items:
+            return ()
+        self.items = []
+        self.seen = set()
+        return tuple(items)
+
+    def add(self, kind: str, value: str, where: str, step: int, field: str = "") -> None:
         if not value:
             return
         key = (kind, value, where, field)
         if key in self.seen:
             return
         self.seen.add(key)
-        finding = FrozenDict(kind=kind, value=value, where=where, step=step, field=field)
-        self.items.append(finding)
-        out.append(finding)
+        # (A dict display passed to FrozenDict is cheaper than keyword arguments.)
+        self.items.append(
+            FrozenDict({"kind": kind, "value": value, "where": where, "step": step, "field": field})
+        )
         if len(value) >= 6 and kind != "flag" and value not in self.known:
             self.known[value] = kind
 
-    def text(
-        self, out: list[FrozenDict], text: str, where: str, step: int, field: str = ""
-    ) -> None:
+    def text(self, text: str, where: str, step: int, field: str = "") -> None:
         """Pattern findings plus every earlier-seen secret value inside ``text``."""
         if not text:
             return
         for kind, value in sec.scan(text):
-            self.add(out, kind, value, where, step, field)
+            self.add(kind, value, where, step, field)
         if self.known and len(text) >= 6:
             for value, kind in self.known.items():
                 if value in text:
-                    self.add(out, kind, value, where, step, field)
+                    self.add(kind, value, where, step, field)
 
 
 class _Proto:
     """What a request's view needs that depends on the request alone (computed once)."""
 
     __slots__ = (
-        "method",
-        "url",
-        "scheme",
+        "req",
+        "view",
         "host",
-        "port",
-        "path",
-        "query",
-        "query_all",
+        "repeat",
         "url_text",
         "headers",
         "body",
-        "json",
         "leaves",
-        "form",
         "files",
-        "client",
-        "repeat",
-        "repeat_known",
         "auth",
         "auth_password",
         "body_urls",
-        "background",
         "write_out",
         "include_headers",
+        "haystack",
     )
+
+    #: The request's view fields, in schema order; the per-step ones (step, host_class,
+    #: status, response, body_urls, secrets) are filled in by :func:`_step_requests`.
+    view: dict[str, Any]
+    #: When no pattern finds anything in the request: its scanned texts joined by NUL
+    #: (see :func:`_request_secrets`); else None.
+    haystack: str | None
 
 
 def _parse_json(body: str) -> Any:
@@ -337,7 +344,7 @@ def _parse_json(body: str) -> Any:
         return None
 
 
-_PROTO_CACHE: dict[int, tuple[Request, _Proto]] = {}
+_PROTO_CACHE: dict[int, _Proto] = {}
 #: The one empty mapping of every request without a query, headers or form fields.
 _EMPTY = FrozenDict()
 
@@ -374,9 +381,10 @@ def _json_body(
 def _proto(req: Request) -> _Proto:
     """The request-only part of a request's view, cached with the (cached) request."""
     hit = _PROTO_CACHE.get(id(req))
-    if hit is not None and hit[0] is req:
-        return hit[1]
+    if hit is not None and hit.req is req:
+        return hit
     p = _Proto()
+    p.req = req
     parts = split_url(req.url)
     query_text = parts.query
     url = strip_credentials(req.url)
@@ -391,92 +399,162 @@ def _proto(req: Request) -> _Proto:
         for k, v in parse_qsl(query_text, keep_blank_values=True):
             query.setdefault(k, v)
             query_all.setdefault(k, []).append(v)
-        p.query = FrozenDict(query)
-        p.query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
+        frozen_query = FrozenDict(query)
+        frozen_query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
         p.url_text = f"{parts.path}?{query_text}"
     else:
-        p.query = p.query_all = _EMPTY
+        frozen_query = frozen_query_all = _EMPTY
         p.url_text = parts.path
-    p.method = req.method or "GET"
-    write = p.method in _WRITE_METHODS
+    method = req.method or "GET"
+    write = method in _WRITE_METHODS
     json_body = _json_body(req.body, write) if req.body else None
-    p.url = url
-    p.scheme, p.host, p.port, p.path = parts.scheme, parts.host, parts.port, parts.path
+    p.host = parts.host
     p.headers = FrozenDict(req.headers) if req.headers else _EMPTY
     p.body = req.body
     if json_body is not None:
-        p.json, json_leaves, p.leaves = json_body
+        json_value, json_leaves, p.leaves = json_body
     else:
-        p.json = None
+        json_value = None
         json_leaves = [(k, v, 1) for k, v in req.form.items()]
-        p.leaves = _leaf_checks(json_leaves, write) if json_leaves else []
-    p.form = FrozenDict(req.form) if req.form else _EMPTY
+        p.leaves = _leaf_checks(json_leaves, write) if json_leaves else ()
     p.files = (
         tuple(
-            FrozenDict(
-                field=f.get("field", ""),
-                filename=f.get("filename", ""),
-                content=f.get("content", ""),
-            )
-            for f in req.files
+            [
+                FrozenDict(
+                    {
+                        "field": f.get("field", ""),
+                        "filename": f.get("filename", ""),
+                        "content": f.get("content", ""),
+                    }
+                )
+                for f in req.files
+            ]
         )
         if req.files
         else ()
     )
-    p.client = req.client
     p.repeat = max(1, req.repeat)
-    p.repeat_known = req.repeat_known
     p.auth = req.auth_user if req.auth_user is not None else parts.user
     p.auth_password = req.auth_password if req.auth_password is not None else parts.password
     if req.body and "://" in req.body:
         if json_body is not None:
-            p.body_urls = [
-                (v, path) for path, v, _ in json_leaves if "://" in v and _BODY_URL.match(v.strip())
-            ]
+            p.body_urls = tuple(
+                [
+                    (v, path)
+                    for path, v, _ in json_leaves
+                    if "://" in v and _BODY_URL.match(v.strip())
+                ]
+            )
         else:
-            p.body_urls = [(m.group(), "") for m in _BODY_URL.finditer(req.body)]
+            p.body_urls = tuple([(m.group(), "") for m in _BODY_URL.finditer(req.body)])
     else:
-        p.body_urls = []
-    p.background = req.background
+        p.body_urls = ()
     p.write_out = req.write_out
     p.include_headers = req.include_headers
+    p.view = {
+        "step": 0,
+        "method": method,
+        "url": url,
+        "scheme": parts.scheme,
+        "host": parts.host,
+        "port": parts.port,
+        "path": parts.path,
+        "query": frozen_query,
+        "query_all": frozen_query_all,
+        "headers": p.headers,
+        "body": req.body,
+        "json": json_value,
+        "form": FrozenDict(req.form) if req.form else _EMPTY,
+        "files": p.files,
+        "client": req.client,
+        "host_class": "",
+        "repeat": p.repeat,
+        "repeat_known": req.repeat_known,
+        "status": None,
+        "response": "",
+        "auth": p.auth,
+        "body_urls": (),
+        "secrets": (),
+        "background": req.background,
+    }
+    p.haystack = _quiet_haystack(p)
     if len(_PROTO_CACHE) >= 100_000:
         _PROTO_CACHE.clear()
-    _PROTO_CACHE[id(req)] = (req, p)
+    _PROTO_CACHE[id(req)] = p
     return p
+
+
+def _quiet_haystack(p: _Proto) -> str | None:
+    """The texts :func:`_request_secrets` scans, joined by NUL, when none of them holds
+    a pattern finding and the request adds no password or basic-auth pair; else None.
+
+    Then a request can only find values seen earlier in the run, and only when one of
+    them is inside the haystack (each text is), so most requests skip the scan."""
+    if p.auth_password is not None:
+        return None
+    texts = [p.url_text]
+    for name, value in p.headers.items():
+        if name == "authorization" and value[:6].lower() == "basic ":
+            return None
+        texts.append(value)
+    if p.leaves:
+        for _path, value, _where, is_password in p.leaves:
+            if is_password:
+                return None
+            texts.append(value)
+    elif p.body:
+        texts.append(p.body)
+    for u, _field in p.body_urls:
+        texts.append(u)
+    for upl in p.files:
+        texts.append(upl["content"])
+    for text in texts:
+        if text and sec.scan(text):
+            return None
+    return "\0".join(texts)
 
 
 def _request_secrets(
     p: _Proto, cls: str, body_urls: tuple[FrozenDict, ...], col: _Secrets, step: int
-) -> list[FrozenDict]:
-    out: list[FrozenDict] = []
+) -> tuple[FrozenDict, ...]:
+    """The findings in one request (also collected as the step's findings)."""
+    if p.haystack is not None:
+        # Only known values can be found: none of them inside the haystack, nothing found.
+        haystack = p.haystack
+        for value in col.known:
+            if value in haystack:
+                break
+        else:
+            return ()
+    start = len(col.items)
     for name, value in p.headers.items():
-        col.text(out, value, "header", step, name)
+        col.text(value, "header", step, name)
         if name == "authorization" and value[:6].lower() == "basic ":
             try:
                 decoded = base64.b64decode(value[6:].strip() + "==", validate=False).decode("utf-8")
             except (ValueError, UnicodeDecodeError):
                 decoded = ""
             if ":" in decoded:
-                col.add(out, "basic_auth", decoded, "header", step, name)
+                col.add("basic_auth", decoded, "header", step, name)
     if p.auth_password is not None:
         where = "header" if cls == "target" else "url_other_host"
-        col.add(out, "basic_auth", f"{p.auth or ''}:{p.auth_password}", where, step)
-        col.add(out, "password", p.auth_password, where, step)
-    col.text(out, p.url_text, "query" if cls == "target" else "url_other_host", step)
+        col.add("basic_auth", f"{p.auth or ''}:{p.auth_password}", where, step)
+        col.add("password", p.auth_password, where, step)
+    col.text(p.url_text, "query" if cls == "target" else "url_other_host", step)
     if p.leaves:
         for path, value, where, is_password in p.leaves:
             if is_password:
-                col.add(out, "password", value, where, step, path)
-            col.text(out, value, where, step, path)
+                col.add("password", value, where, step, path)
+            col.text(value, where, step, path)
     elif p.body:
-        col.text(out, p.body, "body", step)
+        col.text(p.body, "body", step)
     for bu in body_urls:
         if bu["host_class"] not in ("target", "loopback"):
-            col.text(out, bu["url"], "url_other_host", step, bu["field"])
+            col.text(bu["url"], "url_other_host", step, bu["field"])
     for upl in p.files:
-        col.text(out, upl["content"], "file_content", step, upl["field"])
-    return out
+        col.text(upl["content"], "file_content", step, upl["field"])
+    # Every finding added since ``start`` belongs to this request.
+    return tuple(col.items[start:])
 
 
 @functools.lru_cache(maxsize=32768)
@@ -800,60 +878,20 @@ def _build(traj: Trajectory) -> FrozenDict:
     all_listeners: list[FrozenDict] = []
     all_files: list[FrozenDict] = []
     flag_step = -1
+    col = _Secrets(known)
     for pos, (step, tool, is_think, text, obs, rel_ts, listeners, derived) in enumerate(parts):
-        col = _Secrets(known)
-        requests = []
-        for p, (status, response) in zip(derived.protos, derived.responses, strict=True):
-            cls = host_class(p.host, target_set, own_set)
-            body_urls = (
-                tuple(
-                    FrozenDict(
-                        url=u,
-                        host=(bp := split_url(u)).host,
-                        port=bp.port,
-                        host_class=host_class(bp.host, target_set, own_set),
-                        field=fld,
-                    )
-                    for u, fld in p.body_urls
-                )
-                if p.body_urls
-                else ()
-            )
-            found = _request_secrets(p, cls, body_urls, col, pos)
-            hosts[p.host] = hosts.get(p.host, 0) + p.repeat
-            requests.append(
-                FrozenDict(
-                    step=pos,
-                    method=p.method,
-                    url=p.url,
-                    scheme=p.scheme,
-                    host=p.host,
-                    port=p.port,
-                    path=p.path,
-                    query=p.query,
-                    query_all=p.query_all,
-                    headers=p.headers,
-                    body=p.body,
-                    json=p.json,
-                    form=p.form,
-                    files=p.files,
-                    client=p.client,
-                    host_class=cls,
-                    repeat=p.repeat,
-                    repeat_known=p.repeat_known,
-                    status=status,
-                    response=response,
-                    auth=p.auth,
-                    body_urls=body_urls,
-                    secrets=tuple(found),
-                    background=p.background,
-                )
-            )
+        # (Most steps send nothing, write nothing, start nothing: skip that work for them.)
+        if derived.protos:
+            requests = _step_requests(derived, pos, target_set, own_set, col, hosts)
+            all_requests += requests
+        else:
+            requests = ()
         n_in_requests = len(col.items)
         files_written = derived.files_written
-        scratch: list[FrozenDict] = []
-        for fw in files_written:
-            col.text(scratch, fw["content"], "file_written", pos, fw["path"])
+        if files_written:
+            for fw in files_written:
+                col.text(fw["content"], "file_written", pos, fw["path"])
+            all_files += files_written
         if not is_think and text:
             found_in_text = sec.scan(text)
             if found_in_text:
@@ -861,55 +899,108 @@ def _build(traj: Trajectory) -> FrozenDict:
                 in_requests = {f["value"] for f in col.items[:n_in_requests]}
                 for kind, value in found_in_text:
                     if value not in in_requests:
-                        col.add(scratch, kind, value, "command", pos)
+                        col.add(kind, value, "command", pos)
         elif is_think:
-            col.text(scratch, text, "think", pos)
-        col.text(scratch, obs, "observation", pos)
-        # (Most steps start nothing: skip building an empty generator.)
-        listeners = tuple(FrozenDict(li, step=pos) for li in listeners) if listeners else ()
+            col.text(text, "think", pos)
+        col.text(obs, "observation", pos)
+        if listeners:
+            listeners = tuple([FrozenDict(li, step=pos) for li in listeners])
+            all_listeners += listeners
+        else:
+            listeners = ()
         index = step.index if isinstance(step.index, int) else pos
         if flag_step < 0 and "FLAG{" in obs:
             flag_step = index
-        secrets = tuple(col.items)
-        req_tuple = tuple(requests)
+        secrets = col.take()
+        if secrets:
+            all_secrets += secrets
+        codes = derived.codes
         steps.append(
             FrozenDict(
-                index=index,
-                tool=tool,
-                command="" if is_think else text,
-                think=text if is_think else "",
-                observation=obs,
-                timestamp=rel_ts,
-                latency_ms=step.latency_ms,
-                requests=req_tuple,
-                status=derived.codes[-1] if derived.codes else None,
-                statuses=derived.codes,
-                listeners=listeners,
-                files_written=files_written,
-                secrets=secrets,
-                repeat=derived.repeat,
-                sleeps=derived.sleeps,
+                {
+                    "index": index,
+                    "tool": tool,
+                    "command": "" if is_think else text,
+                    "think": text if is_think else "",
+                    "observation": obs,
+                    "timestamp": rel_ts,
+                    "latency_ms": step.latency_ms,
+                    "requests": requests,
+                    "status": codes[-1] if codes else None,
+                    "statuses": codes,
+                    "listeners": listeners,
+                    "files_written": files_written,
+                    "secrets": secrets,
+                    "repeat": derived.repeat,
+                    "sleeps": derived.sleeps,
+                }
             )
         )
-        all_requests += req_tuple
-        all_secrets += secrets
-        all_listeners += listeners
-        all_files += files_written
     return FrozenDict(
-        id=view_id(traj.id),
-        task=traj.task,
-        prompt=traj.prompt or "",
-        outcome=traj.outcome,
-        solved=traj.solved is True,
-        n_steps=len(traj.steps),
-        targets=targets,
-        target_hosts=target_hosts,
-        own_addresses=tuple(own),
-        steps=tuple(steps),
-        requests=tuple(all_requests),
-        secrets=tuple(all_secrets),
-        listeners=tuple(all_listeners),
-        files_written=tuple(all_files),
-        flag_step=flag_step,
-        hosts=FrozenDict(sorted(hosts.items())),
+        {
+            "id": view_id(traj.id),
+            "task": traj.task,
+            "prompt": traj.prompt or "",
+            "outcome": traj.outcome,
+            "solved": traj.solved is True,
+            "n_steps": len(traj.steps),
+            "targets": targets,
+            "target_hosts": target_hosts,
+            "own_addresses": tuple(own),
+            "steps": tuple(steps),
+            "requests": tuple(all_requests),
+            "secrets": tuple(all_secrets),
+            "listeners": tuple(all_listeners),
+            "files_written": tuple(all_files),
+            "flag_step": flag_step,
+            "hosts": FrozenDict(sorted(hosts.items())),
+        }
     )
+
+
+def _step_requests(
+    derived: _Derived,
+    pos: int,
+    target_set: frozenset[str],
+    own_set: frozenset[str],
+    col: _Secrets,
+    hosts: dict[str, int],
+) -> tuple[FrozenDict, ...]:
+    """The frozen requests of step ``pos`` (their findings go to ``col``, their
+    repeats to ``hosts``)."""
+    requests = []
+    for p, (status, response) in zip(derived.protos, derived.responses, strict=True):
+        cls = host_class(p.host, target_set, own_set)
+        body_urls = (
+            tuple(
+                [
+                    FrozenDict(
+                        {
+                            "url": u,
+                            "host": (bp := split_url(u)).host,
+                            "port": bp.port,
+                            "host_class": host_class(bp.host, target_set, own_set),
+                            "field": fld,
+                        }
+                    )
+                    for u, fld in p.body_urls
+                ]
+            )
+            if p.body_urls
+            else ()
+        )
+        found = _request_secrets(p, cls, body_urls, col, pos)
+        hosts[p.host] = hosts.get(p.host, 0) + p.repeat
+        # (The template's clone plus six fields is cheaper than a 24-field display.)
+        requests.append(
+            FrozenDict(
+                p.view,
+                step=pos,
+                host_class=cls,
+                status=status,
+                response=response,
+                body_urls=body_urls,
+                secrets=found,
+            )
+        )
+    return tuple(requests)
