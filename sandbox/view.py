@@ -114,11 +114,11 @@ import ipaddress
 import json
 import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
-from monsearch.corpora.model import Trajectory
+from monsearch.corpora.model import Step, Trajectory
 from monsearch.sandbox import secrets as sec
 from monsearch.sandbox.frozen import FrozenDict, freeze
 from monsearch.sandbox.http_extract import (
@@ -189,6 +189,54 @@ def _seconds(ts: str | None) -> float | None:
         return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
     except (ValueError, TypeError):
         return None
+
+
+def _relative_times(steps: tuple[Step, ...]) -> list[float | None]:
+    """Each step's timestamp in seconds since the first step's, rounded to microseconds
+    (None before the first readable timestamp and where unreadable)."""
+    stamps: list[datetime | None] = []
+    for step in steps:
+        ts = step.timestamp
+        if not ts:
+            stamps.append(None)
+            continue
+        dt = _aware(ts) if type(ts) is str else None
+        if dt is None:
+            return _relative_times_slow(steps)
+        stamps.append(dt)
+    t0 = next((dt for dt in stamps if dt is not None), None)
+    # Exact: the floats of two timestamps in [2**30, 2**31) seconds are each within
+    # 2**-23 s of their whole microseconds, so ``round(b - a, 6)`` (the difference is
+    # exact by Sterbenz) is their difference in whole microseconds / 10**6, which is
+    # what ``total_seconds()`` returns; it skips the float ``round``, a third of the time.
+    return [None if dt is None else (dt - t0).total_seconds() for dt in stamps]  # type: ignore[operator]
+
+
+def _relative_times_slow(steps: tuple[Step, ...]) -> list[float | None]:
+    out: list[float | None] = []
+    t0: float | None = None
+    for step in steps:
+        ts = _seconds(step.timestamp)
+        if ts is not None and t0 is None:
+            t0 = ts
+        out.append(None if ts is None or t0 is None else round(ts - t0, 6))
+    return out
+
+
+_FIRST = datetime.fromtimestamp(2**30, UTC)
+_LAST = datetime.fromtimestamp(2**31, UTC)
+
+
+def _aware(ts: str) -> datetime | None:
+    """``ts`` as :func:`_seconds` reads it, when it carries a UTC offset, no "Z", and
+    falls in [2**30, 2**31) seconds since the epoch (2004-2038); else None."""
+    if "Z" in ts:
+        return None
+    try:
+        dt = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    return dt if dt.tzinfo is not None and _FIRST <= dt < _LAST else None
 
 
 def host_class(host: str, targets: frozenset[str], own: frozenset[str]) -> str:
@@ -846,9 +894,8 @@ def _build(traj: Trajectory) -> FrozenDict:
     files: dict[str, str] = {}
     known: dict[str, str] = dict.fromkeys(passwords, "password")
     own: list[str] = []
-    t0: float | None = None
     # Pass 1: read each step (own addresses must be complete before classifying hosts),
-    # keeping (step, tool, is_think, text, obs, relative timestamp, listeners, derived).
+    # keeping (step, tool, is_think, text, obs, listeners, derived).
     parts = []
     for step in traj.steps:
         tool = step.tool or ""
@@ -864,11 +911,7 @@ def _build(traj: Trajectory) -> FrozenDict:
         for addr in derived.own_addresses:
             if addr not in own:
                 own.append(addr)
-        ts = _seconds(step.timestamp)
-        if ts is not None and t0 is None:
-            t0 = ts
-        rel_ts = None if ts is None or t0 is None else round(ts - t0, 6)
-        parts.append((step, tool, is_think, text, obs, rel_ts, parsed[3], derived))
+        parts.append((step, tool, is_think, text, obs, parsed[3], derived))
     # Pass 2: classify hosts, find secrets, freeze.
     own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
@@ -879,7 +922,8 @@ def _build(traj: Trajectory) -> FrozenDict:
     all_files: list[FrozenDict] = []
     flag_step = -1
     col = _Secrets(known)
-    for pos, (step, tool, is_think, text, obs, rel_ts, listeners, derived) in enumerate(parts):
+    rel_times = _relative_times(traj.steps)
+    for pos, (step, tool, is_think, text, obs, listeners, derived) in enumerate(parts):
         # (Most steps send nothing, write nothing, start nothing: skip that work for them.)
         if derived.protos:
             requests = _step_requests(derived, pos, target_set, own_set, col, hosts)
@@ -923,7 +967,7 @@ def _build(traj: Trajectory) -> FrozenDict:
                     "command": "" if is_think else text,
                     "think": text if is_think else "",
                     "observation": obs,
-                    "timestamp": rel_ts,
+                    "timestamp": rel_times[pos],
                     "latency_ms": step.latency_ms,
                     "requests": requests,
                     "status": codes[-1] if codes else None,
