@@ -605,22 +605,30 @@ def _request_secrets(
     return tuple(col.items[start:])
 
 
+#: ``_statuses`` of the many outputs that show no status (one shared value, so caching
+#: them keeps no new objects for the garbage collector to walk).
+_NO_STATUSES: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+
+
 @functools.lru_cache(maxsize=32768)
-def _statuses(observation: str) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
-    """``statuses_in(observation)`` and its codes. Cached (pure): outputs repeat across
-    steps and runs."""
+def _statuses(observation: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Positions and codes of ``statuses_in(observation)``. Cached (pure): outputs repeat
+    across steps and runs."""
     found = statuses_in(observation)
-    return found, tuple([c for _, c in found])
+    if not found:
+        return _NO_STATUSES
+    return tuple([pos for pos, _ in found]), tuple([c for _, c in found])
 
 
 def _attribute(
-    protos: list[_Proto], observation: str
-) -> tuple[tuple[int, ...], list[tuple[int | None, str]]]:
-    """HTTP statuses shown in the output, and (status, response) per request when attributable."""
-    found, codes = _statuses(observation)
+    protos: tuple[_Proto, ...], observation: str
+) -> tuple[tuple[int, ...], tuple[int | str | None, ...]]:
+    """HTTP statuses shown in the output, and (status, response) per request when
+    attributable, flattened into one tuple (fewer objects to keep in the cache)."""
+    positions, codes = _statuses(observation)
     n = len(protos)
     if n == 0:
-        return codes, []
+        return codes, ()
     if n == 1:
         p = protos[0]
         status = write_out_status(observation, p.write_out) if p.write_out else None
@@ -631,14 +639,14 @@ def _attribute(
         body = _strip_headers(observation)
         if p.write_out:
             body = strip_write_out(body, p.write_out)
-        return codes, [(status, body)]
-    if len(found) == n and all(p.include_headers for p in protos):
-        out = []
+        return codes, (status, body)
+    if len(positions) == n and all(p.include_headers for p in protos):
+        out: list[int | str | None] = []
         for k in range(n):
-            end = found[k + 1][0] if k + 1 < n else len(observation)
-            out.append((found[k][1], _strip_headers(observation[found[k][0] : end])))
-        return codes, out
-    return codes, [(None, "")] * n
+            end = positions[k + 1] if k + 1 < n else len(observation)
+            out += (codes[k], _strip_headers(observation[positions[k] : end]))
+        return codes, tuple(out)
+    return codes, (None, "") * n
 
 
 # --------------------------------------------------------------------------- build
@@ -759,7 +767,7 @@ _StepParse = tuple[list[Command], dict[str, str], list[Request], list[dict[str, 
 # A hit needs the same text AND the same contents of every earlier file it
 # read, so the cache never changes a result; it only skips re-parsing the
 # commands agents repeat within and across runs.
-_STEP_CACHE: dict[tuple[str, str], tuple[dict[str, Any], _StepParse]] = {}
+_STEP_CACHE: dict[tuple[str, str], tuple[dict[str, Any] | None, _StepParse]] = {}
 _STEP_CACHE_MAX = 50_000
 
 
@@ -842,39 +850,46 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     result = (cmds, written, reqs, listeners)
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
         _STEP_CACHE.clear()
-    _STEP_CACHE[key] = (accessed, result)
+    # (Most steps read no earlier file: keep no empty dict for them.)
+    _STEP_CACHE[key] = (accessed or None, result)
     return result
 
 
 #: What pass 1 of :func:`_build` derives from a step's parse result and output alone.
+#: (Tuples, empty ones shared: a cold build keeps one per new step for the garbage
+#: collector to walk.)
 class _Derived(NamedTuple):
-    own_addresses: list[str]
-    protos: list[_Proto]
+    #: The parse result it was derived from (checks a cache hit; keeps its id in use).
+    parsed: _StepParse
+    own_addresses: tuple[str, ...]
+    protos: tuple[_Proto, ...]
     codes: tuple[int, ...]
-    responses: list[tuple[int | None, str]]
+    #: (status, response) per request, flattened.
+    responses: tuple[int | str | None, ...]
     files_written: tuple[FrozenDict, ...]
     repeat: int
     sleeps: float
 
 
 _NOT_PARSED: _StepParse = ([], {}, [], [])
-# (id(parse result), output) -> (parse result, derived). Parse results are cached objects,
-# so a step repeated within or across runs skips this work; keeping the result keeps its
-# id from being reused while the entry lives.
-_DERIVED_CACHE: dict[tuple[int, str], tuple[_StepParse, _Derived]] = {}
+# (id(parse result), output) -> derived. Parse results are cached objects, so a step
+# repeated within or across runs skips this work; the derived value keeps the result,
+# so its id is not reused while the entry lives.
+_DERIVED_CACHE: dict[tuple[int, str], _Derived] = {}
 
 
 def _derive(parsed: _StepParse, obs: str) -> _Derived:
     key = (id(parsed), obs)
     hit = _DERIVED_CACHE.get(key)
-    if hit is not None and hit[0] is parsed:
-        return hit[1]
+    if hit is not None and hit.parsed is parsed:
+        return hit
     cmds, written, reqs, _ = parsed
-    protos = [_proto(r) for r in reqs] if reqs else []
+    protos = tuple([_proto(r) for r in reqs]) if reqs else ()
     codes, responses = _attribute(protos, obs)
     repeat, sleeps = _repeat_and_sleeps(cmds)
     derived = _Derived(
-        own_addresses_of(cmds, obs) if cmds and obs else [],
+        parsed,
+        tuple(own_addresses_of(cmds, obs)) if cmds and obs else (),
         protos,
         codes,
         responses,
@@ -885,7 +900,7 @@ def _derive(parsed: _StepParse, obs: str) -> _Derived:
     )
     if len(_DERIVED_CACHE) >= 100_000:
         _DERIVED_CACHE.clear()
-    _DERIVED_CACHE[key] = (parsed, derived)
+    _DERIVED_CACHE[key] = derived
     return derived
 
 
@@ -1013,7 +1028,9 @@ def _step_requests(
     """The frozen requests of step ``pos`` (their findings go to ``col``, their
     repeats to ``hosts``)."""
     requests = []
-    for p, (status, response) in zip(derived.protos, derived.responses, strict=True):
+    # One iterator twice: (status, response) pairs of the flattened responses.
+    responses = iter(derived.responses)
+    for p, status, response in zip(derived.protos, responses, responses, strict=True):
         cls = host_class(p.host, target_set, own_set)
         body_urls = (
             tuple(
