@@ -289,15 +289,23 @@ def _strip_headers(text: str) -> str:
     in_headers = False
     for line in text.split("\n"):
         s = line.rstrip("\r")
-        if _STATUS_LINE.match(s):
+        # The first character rules out most lines before a pattern is tried.
+        c = s[:1]
+        if (c == "H" or c == "<") and _STATUS_LINE.match(s):
             in_headers = True
             continue
         if in_headers:
             if s.strip() in ("", "<"):
                 in_headers = False
             continue
-        if _VERBOSE_LINE.match(s):
-            continue
+        if c:
+            if c in "*<>{}":
+                # _VERBOSE_LINE's first branch (a curl -v marker alone or before a blank);
+                # its other branches need a "%", blank or digit first.
+                if len(s) == 1 or s[1] == " ":
+                    continue
+            elif (c == "%" or c.isspace() or c.isdecimal()) and _VERBOSE_LINE.match(s):
+                continue
         out.append(line)
     return "\n".join(out).strip("\n")
 
@@ -541,7 +549,7 @@ def _quiet_haystack(p: _Proto) -> str | None:
     if p.auth_password is not None:
         return None
     texts = [p.url_text]
-    for name, value in p.headers.items():
+    for name, value in dict.items(p.headers):  # (skips FrozenDict's attribute hook)
         if name == "authorization" and value[:6].lower() == "basic ":
             return None
         texts.append(value)
@@ -575,7 +583,7 @@ def _request_secrets(
         else:
             return ()
     start = len(col.items)
-    for name, value in p.headers.items():
+    for name, value in dict.items(p.headers):  # (skips FrozenDict's attribute hook)
         col.text(value, "header", step, name)
         if name == "authorization" and value[:6].lower() == "basic ":
             try:
@@ -685,6 +693,7 @@ def clear_caches() -> None:
     _strip_headers.cache_clear()
     sec.scan.cache_clear()
     sec.classify_token.cache_clear()
+    sec.is_password_field.cache_clear()
     parse.cache_clear()
     split_url.cache_clear()
     _clear_python_caches()
