@@ -191,6 +191,11 @@ def _seconds(ts: str | None) -> float | None:
         return None
 
 
+#: The span where :func:`_relative_times` may skip the float ``round`` (2004-2038).
+_FIRST = datetime.fromtimestamp(2**30, UTC)
+_LAST = datetime.fromtimestamp(2**31, UTC)
+
+
 def _relative_times(steps: tuple[Step, ...]) -> list[float | None]:
     """Each step's timestamp in seconds since the first step's, rounded to microseconds
     (None before the first readable timestamp and where unreadable).
@@ -223,6 +228,7 @@ def _relative_times(steps: tuple[Step, ...]) -> list[float | None]:
 
 
 def _relative_times_slow(steps: tuple[Step, ...]) -> list[float | None]:
+    """:func:`_relative_times` for any timestamps: each read by :func:`_seconds`."""
     out: list[float | None] = []
     t0: float | None = None
     for step in steps:
@@ -231,10 +237,6 @@ def _relative_times_slow(steps: tuple[Step, ...]) -> list[float | None]:
             t0 = ts
         out.append(None if ts is None or t0 is None else round(ts - t0, 6))
     return out
-
-
-_FIRST = datetime.fromtimestamp(2**30, UTC)
-_LAST = datetime.fromtimestamp(2**31, UTC)
 
 
 def host_class(host: str, targets: frozenset[str], own: frozenset[str]) -> str:
@@ -562,8 +564,9 @@ def _quiet_haystack(p: _Proto) -> str | None:
         texts.append(u)
     for upl in p.files:
         texts.append(upl["content"])
+    texts = [text for text in texts if text]  # (:meth:`_Secrets.text` skips empty ones)
     for text in texts:
-        if text and sec.scan(text):
+        if type(text) is not str or sec.scan(text):
             return None
     return "\0".join(texts)
 
