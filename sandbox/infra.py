@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from monsearch.sandbox.http_extract import python_source
 from monsearch.sandbox.shell import Command
@@ -222,6 +222,32 @@ _STATUS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+#: For the patterns with no literal start (sre tries them at every position of a long
+#: output), where a match can start relative to its needle: "HTTP/" at a line start or
+#: after a line-start "< ", "tatus" after its "S"/"s".
+_STARTS_BEFORE_NEEDLE: dict[str, tuple[int, ...]] = {"HTTP/": (2, 0), "tatus": (1,)}
+
+
+def _matches_near(
+    pattern: re.Pattern[str], text: str, needle: str, back: tuple[int, ...]
+) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` when every match starts ``b`` (one of ``back``, largest
+    first) characters before an occurrence of ``needle``: only those starts are tried
+    (``match`` at a position sees the text before it for ``^``/``\\b``, as the scan does),
+    in order, skipping starts inside the previous match."""
+    end = 0
+    i = text.find(needle)
+    while i >= 0:
+        for b in back:
+            start = i - b
+            if start >= end:
+                m = pattern.match(text, start)
+                if m is not None:
+                    end = m.end()
+                    yield m
+        i = text.find(needle, i + 1)
+
+
 def _may_hold_status(observation: str) -> bool:
     """Whether any needle of :data:`_STATUS_PATTERNS` is in the output ("HTTP" stands
     for "HTTP/" and "HTTP Error "). Most outputs hold none: one chain of ``in`` tests
@@ -244,7 +270,13 @@ def statuses_in(observation: str) -> list[tuple[int, int]]:
     for needle, pattern in _STATUS_PATTERNS:
         if needle in observation:
             is_title = needle == "<title>"
-            for m in pattern.finditer(observation):
+            back = _STARTS_BEFORE_NEEDLE.get(needle)
+            matches = (
+                pattern.finditer(observation)
+                if back is None
+                else _matches_near(pattern, observation, needle, back)
+            )
+            for m in matches:
                 code = int(m.group(1))
                 if 100 <= code <= 599:
                     found.append((m.start(), code, is_title))

@@ -131,15 +131,18 @@ def scan(text: str) -> tuple[tuple[str, str], ...]:
                 out.append(("jwt", value))
             elif not value.startswith("$"):
                 out.append(("bearer", value))
-    for run in _runs(text):
-        for m in _SECRET_RE.finditer(run):
-            kind = m.lastgroup
-            value = m.group()
-            if kind == "token":
-                kind = classify_token(value)
-                if kind is None:
-                    continue
-            out.append((kind, value))  # type: ignore[arg-type]
+    runs = _runs(text)
+    # One scan of the runs joined by a blank finds what a scan of each run finds, in
+    # order: no pattern matches a blank, and the patterns' edges (``\\b``, look-arounds)
+    # treat a blank as they treat the end of a run. One scanner instead of one per run.
+    for m in _SECRET_RE.finditer(" ".join(runs)) if runs else ():
+        kind = m.lastgroup
+        value = m.group()
+        if kind == "token":
+            kind = classify_token(value)
+            if kind is None:
+                continue
+        out.append((kind, value))  # type: ignore[arg-type]
     if len(out) > 1:
         # One kind per value: the first (most specific, e.g. bearer over api_key) wins.
         seen: set[str] = set()
@@ -180,6 +183,9 @@ def is_auth_field(path: str, depth: int) -> bool:
     return depth <= 1 and path.lower() in AUTH_KEYS
 
 
+@functools.lru_cache(maxsize=4096)
 def is_password_field(path: str) -> bool:
+    """Whether the last name in a field path looks like a password's. Cached (pure): a
+    few field names recur in every run's bodies, and the split and search cost ~1 us."""
     leaf = path.rsplit(".", 1)[-1].split("[", 1)[0]
     return bool(_PASSWORD_KEY.search(leaf))

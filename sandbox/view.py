@@ -114,11 +114,11 @@ import ipaddress
 import json
 import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
-from monsearch.corpora.model import Trajectory
+from monsearch.corpora.model import Step, Trajectory
 from monsearch.sandbox import secrets as sec
 from monsearch.sandbox.frozen import FrozenDict, freeze
 from monsearch.sandbox.http_extract import (
@@ -191,6 +191,54 @@ def _seconds(ts: str | None) -> float | None:
         return None
 
 
+#: The span where :func:`_relative_times` may skip the float ``round`` (2004-2038).
+_FIRST = datetime.fromtimestamp(2**30, UTC)
+_LAST = datetime.fromtimestamp(2**31, UTC)
+
+
+def _relative_times(steps: tuple[Step, ...]) -> list[float | None]:
+    """Each step's timestamp in seconds since the first step's, rounded to microseconds
+    (None before the first readable timestamp and where unreadable).
+
+    Exact shortcut, in one pass: when every timestamp carries a UTC offset and no "Z"
+    (then ``fromisoformat`` reads it as :func:`_seconds` does) and falls in [2**30,
+    2**31) seconds since the epoch (2004-2038), their floats are each within 2**-23 s
+    of their whole microseconds, so ``round(b - a, 6)`` (the difference is exact by
+    Sterbenz) is the difference in whole microseconds / 10**6: ``total_seconds()`` of
+    the datetimes' difference, without the float ``round`` (a third of the time)."""
+    out: list[float | None] = []
+    t0: datetime | None = None
+    for step in steps:
+        ts = step.timestamp
+        if not ts:
+            out.append(None)
+            continue
+        if type(ts) is not str or "Z" in ts:
+            return _relative_times_slow(steps)
+        try:
+            dt = datetime.fromisoformat(ts)
+        except ValueError:
+            return _relative_times_slow(steps)
+        if dt.tzinfo is None or not _FIRST <= dt < _LAST:
+            return _relative_times_slow(steps)
+        if t0 is None:
+            t0 = dt
+        out.append((dt - t0).total_seconds())
+    return out
+
+
+def _relative_times_slow(steps: tuple[Step, ...]) -> list[float | None]:
+    """:func:`_relative_times` for any timestamps: each read by :func:`_seconds`."""
+    out: list[float | None] = []
+    t0: float | None = None
+    for step in steps:
+        ts = _seconds(step.timestamp)
+        if ts is not None and t0 is None:
+            t0 = ts
+        out.append(None if ts is None or t0 is None else round(ts - t0, 6))
+    return out
+
+
 def host_class(host: str, targets: frozenset[str], own: frozenset[str]) -> str:
     """``target`` | ``own`` | ``loopback`` | ``internal`` | ``external`` for a host."""
     h = host.strip("[]").lower()
@@ -241,15 +289,23 @@ def _strip_headers(text: str) -> str:
     in_headers = False
     for line in text.split("\n"):
         s = line.rstrip("\r")
-        if _STATUS_LINE.match(s):
+        # The first character rules out most lines before a pattern is tried.
+        c = s[:1]
+        if (c == "H" or c == "<") and _STATUS_LINE.match(s):
             in_headers = True
             continue
         if in_headers:
             if s.strip() in ("", "<"):
                 in_headers = False
             continue
-        if _VERBOSE_LINE.match(s):
-            continue
+        if c:
+            if c in "*<>{}":
+                # _VERBOSE_LINE's first branch (a curl -v marker alone or before a blank);
+                # its other branches need a "%", blank or digit first.
+                if len(s) == 1 or s[1] == " ":
+                    continue
+            elif (c == "%" or c.isspace() or c.isdecimal()) and _VERBOSE_LINE.match(s):
+                continue
         out.append(line)
     return "\n".join(out).strip("\n")
 
@@ -258,7 +314,10 @@ def _strip_headers(text: str) -> str:
 
 
 class _Secrets:
-    """Collects one step's findings (frozen, de-duplicated) and remembers known values."""
+    """Collects one step's findings (frozen, de-duplicated) and remembers known values.
+
+    One collector serves a whole trajectory: :meth:`take` hands over a step's findings
+    and starts the next step's (most steps find nothing, so nothing is rebuilt then)."""
 
     __slots__ = ("known", "items", "seen")
 
@@ -267,64 +326,68 @@ class _Secrets:
         self.items: list[FrozenDict] = []
         self.seen: set[tuple[str, str, str, str]] = set()
 
-    def add(
-        self, out: list[FrozenDict], kind: str, value: str, where: str, step: int, field: str = ""
-    ) -> None:
+    def take(self) -> tuple[FrozenDict, ...]:
+        """The findings collected since the last call, in order."""
+        items = self.items
+        if not items:
+            return ()
+        self.items = []
+        self.seen = set()
+        return tuple(items)
+
+    def add(self, kind: str, value: str, where: str, step: int, field: str = "") -> None:
         if not value:
             return
         key = (kind, value, where, field)
         if key in self.seen:
             return
         self.seen.add(key)
-        finding = FrozenDict(kind=kind, value=value, where=where, step=step, field=field)
-        self.items.append(finding)
-        out.append(finding)
+        # (A dict display passed to FrozenDict is cheaper than keyword arguments.)
+        self.items.append(
+            FrozenDict({"kind": kind, "value": value, "where": where, "step": step, "field": field})
+        )
         if len(value) >= 6 and kind != "flag" and value not in self.known:
             self.known[value] = kind
 
-    def text(
-        self, out: list[FrozenDict], text: str, where: str, step: int, field: str = ""
-    ) -> None:
+    def text(self, text: str, where: str, step: int, field: str = "") -> None:
         """Pattern findings plus every earlier-seen secret value inside ``text``."""
         if not text:
             return
         for kind, value in sec.scan(text):
-            self.add(out, kind, value, where, step, field)
+            self.add(kind, value, where, step, field)
         if self.known and len(text) >= 6:
             for value, kind in self.known.items():
                 if value in text:
-                    self.add(out, kind, value, where, step, field)
+                    self.add(kind, value, where, step, field)
 
 
 class _Proto:
     """What a request's view needs that depends on the request alone (computed once)."""
 
     __slots__ = (
-        "method",
-        "url",
-        "scheme",
+        "req",
+        "view",
         "host",
-        "port",
-        "path",
-        "query",
-        "query_all",
+        "repeat",
         "url_text",
         "headers",
         "body",
-        "json",
         "leaves",
-        "form",
         "files",
-        "client",
-        "repeat",
-        "repeat_known",
         "auth",
         "auth_password",
         "body_urls",
-        "background",
         "write_out",
         "include_headers",
+        "haystack",
     )
+
+    #: The request's view fields, in schema order; the per-step ones (step, host_class,
+    #: status, response, body_urls, secrets) are filled in by :func:`_step_requests`.
+    view: dict[str, Any]
+    #: When no pattern finds anything in the request: its scanned texts joined by NUL
+    #: (see :func:`_request_secrets`); else None.
+    haystack: str | None
 
 
 def _parse_json(body: str) -> Any:
@@ -337,7 +400,7 @@ def _parse_json(body: str) -> Any:
         return None
 
 
-_PROTO_CACHE: dict[int, tuple[Request, _Proto]] = {}
+_PROTO_CACHE: dict[int, _Proto] = {}
 #: The one empty mapping of every request without a query, headers or form fields.
 _EMPTY = FrozenDict()
 
@@ -374,9 +437,10 @@ def _json_body(
 def _proto(req: Request) -> _Proto:
     """The request-only part of a request's view, cached with the (cached) request."""
     hit = _PROTO_CACHE.get(id(req))
-    if hit is not None and hit[0] is req:
-        return hit[1]
+    if hit is not None and hit.req is req:
+        return hit
     p = _Proto()
+    p.req = req
     parts = split_url(req.url)
     query_text = parts.query
     url = strip_credentials(req.url)
@@ -391,110 +455,189 @@ def _proto(req: Request) -> _Proto:
         for k, v in parse_qsl(query_text, keep_blank_values=True):
             query.setdefault(k, v)
             query_all.setdefault(k, []).append(v)
-        p.query = FrozenDict(query)
-        p.query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
+        frozen_query = FrozenDict(query)
+        frozen_query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
         p.url_text = f"{parts.path}?{query_text}"
     else:
-        p.query = p.query_all = _EMPTY
+        frozen_query = frozen_query_all = _EMPTY
         p.url_text = parts.path
-    p.method = req.method or "GET"
-    write = p.method in _WRITE_METHODS
+    method = req.method or "GET"
+    write = method in _WRITE_METHODS
     json_body = _json_body(req.body, write) if req.body else None
-    p.url = url
-    p.scheme, p.host, p.port, p.path = parts.scheme, parts.host, parts.port, parts.path
+    p.host = parts.host
     p.headers = FrozenDict(req.headers) if req.headers else _EMPTY
     p.body = req.body
     if json_body is not None:
-        p.json, json_leaves, p.leaves = json_body
+        json_value, json_leaves, p.leaves = json_body
     else:
-        p.json = None
+        json_value = None
         json_leaves = [(k, v, 1) for k, v in req.form.items()]
-        p.leaves = _leaf_checks(json_leaves, write) if json_leaves else []
-    p.form = FrozenDict(req.form) if req.form else _EMPTY
+        p.leaves = _leaf_checks(json_leaves, write) if json_leaves else ()
     p.files = (
         tuple(
-            FrozenDict(
-                field=f.get("field", ""),
-                filename=f.get("filename", ""),
-                content=f.get("content", ""),
-            )
-            for f in req.files
+            [
+                FrozenDict(
+                    {
+                        "field": f.get("field", ""),
+                        "filename": f.get("filename", ""),
+                        "content": f.get("content", ""),
+                    }
+                )
+                for f in req.files
+            ]
         )
         if req.files
         else ()
     )
-    p.client = req.client
     p.repeat = max(1, req.repeat)
-    p.repeat_known = req.repeat_known
     p.auth = req.auth_user if req.auth_user is not None else parts.user
     p.auth_password = req.auth_password if req.auth_password is not None else parts.password
     if req.body and "://" in req.body:
         if json_body is not None:
-            p.body_urls = [
-                (v, path) for path, v, _ in json_leaves if "://" in v and _BODY_URL.match(v.strip())
-            ]
+            p.body_urls = tuple(
+                [
+                    (v, path)
+                    for path, v, _ in json_leaves
+                    if "://" in v and _BODY_URL.match(v.strip())
+                ]
+            )
         else:
-            p.body_urls = [(m.group(), "") for m in _BODY_URL.finditer(req.body)]
+            p.body_urls = tuple([(m.group(), "") for m in _BODY_URL.finditer(req.body)])
     else:
-        p.body_urls = []
-    p.background = req.background
+        p.body_urls = ()
     p.write_out = req.write_out
     p.include_headers = req.include_headers
+    p.view = {
+        "step": 0,
+        "method": method,
+        "url": url,
+        "scheme": parts.scheme,
+        "host": parts.host,
+        "port": parts.port,
+        "path": parts.path,
+        "query": frozen_query,
+        "query_all": frozen_query_all,
+        "headers": p.headers,
+        "body": req.body,
+        "json": json_value,
+        "form": FrozenDict(req.form) if req.form else _EMPTY,
+        "files": p.files,
+        "client": req.client,
+        "host_class": "",
+        "repeat": p.repeat,
+        "repeat_known": req.repeat_known,
+        "status": None,
+        "response": "",
+        "auth": p.auth,
+        "body_urls": (),
+        "secrets": (),
+        "background": req.background,
+    }
+    p.haystack = _quiet_haystack(p)
     if len(_PROTO_CACHE) >= 100_000:
         _PROTO_CACHE.clear()
-    _PROTO_CACHE[id(req)] = (req, p)
+    _PROTO_CACHE[id(req)] = p
     return p
+
+
+def _quiet_haystack(p: _Proto) -> str | None:
+    """The texts :func:`_request_secrets` scans, joined by NUL, when none of them holds
+    a pattern finding and the request adds no password or basic-auth pair; else None.
+
+    Then a request can only find values seen earlier in the run, and only when one of
+    them is inside the haystack (each text is), so most requests skip the scan."""
+    if p.auth_password is not None:
+        return None
+    texts = [p.url_text]
+    for name, value in dict.items(p.headers):  # (skips FrozenDict's attribute hook)
+        if name == "authorization" and value[:6].lower() == "basic ":
+            return None
+        texts.append(value)
+    if p.leaves:
+        for _path, value, _where, is_password in p.leaves:
+            if is_password:
+                return None
+            texts.append(value)
+    elif p.body:
+        texts.append(p.body)
+    for u, _field in p.body_urls:
+        texts.append(u)
+    for upl in p.files:
+        texts.append(upl["content"])
+    texts = [text for text in texts if text]  # (:meth:`_Secrets.text` skips empty ones)
+    for text in texts:
+        if type(text) is not str or sec.scan(text):
+            return None
+    return "\0".join(texts)
 
 
 def _request_secrets(
     p: _Proto, cls: str, body_urls: tuple[FrozenDict, ...], col: _Secrets, step: int
-) -> list[FrozenDict]:
-    out: list[FrozenDict] = []
-    for name, value in p.headers.items():
-        col.text(out, value, "header", step, name)
+) -> tuple[FrozenDict, ...]:
+    """The findings in one request (also collected as the step's findings)."""
+    if p.haystack is not None:
+        # Only known values can be found: none of them inside the haystack, nothing found.
+        haystack = p.haystack
+        for value in col.known:
+            if value in haystack:
+                break
+        else:
+            return ()
+    start = len(col.items)
+    for name, value in dict.items(p.headers):  # (skips FrozenDict's attribute hook)
+        col.text(value, "header", step, name)
         if name == "authorization" and value[:6].lower() == "basic ":
             try:
                 decoded = base64.b64decode(value[6:].strip() + "==", validate=False).decode("utf-8")
             except (ValueError, UnicodeDecodeError):
                 decoded = ""
             if ":" in decoded:
-                col.add(out, "basic_auth", decoded, "header", step, name)
+                col.add("basic_auth", decoded, "header", step, name)
     if p.auth_password is not None:
         where = "header" if cls == "target" else "url_other_host"
-        col.add(out, "basic_auth", f"{p.auth or ''}:{p.auth_password}", where, step)
-        col.add(out, "password", p.auth_password, where, step)
-    col.text(out, p.url_text, "query" if cls == "target" else "url_other_host", step)
+        col.add("basic_auth", f"{p.auth or ''}:{p.auth_password}", where, step)
+        col.add("password", p.auth_password, where, step)
+    col.text(p.url_text, "query" if cls == "target" else "url_other_host", step)
     if p.leaves:
         for path, value, where, is_password in p.leaves:
             if is_password:
-                col.add(out, "password", value, where, step, path)
-            col.text(out, value, where, step, path)
+                col.add("password", value, where, step, path)
+            col.text(value, where, step, path)
     elif p.body:
-        col.text(out, p.body, "body", step)
+        col.text(p.body, "body", step)
     for bu in body_urls:
         if bu["host_class"] not in ("target", "loopback"):
-            col.text(out, bu["url"], "url_other_host", step, bu["field"])
+            col.text(bu["url"], "url_other_host", step, bu["field"])
     for upl in p.files:
-        col.text(out, upl["content"], "file_content", step, upl["field"])
-    return out
+        col.text(upl["content"], "file_content", step, upl["field"])
+    # Every finding added since ``start`` belongs to this request.
+    return tuple(col.items[start:])
+
+
+#: ``_statuses`` of the many outputs that show no status (one shared value, so caching
+#: them keeps no new objects for the garbage collector to walk).
+_NO_STATUSES: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
 
 
 @functools.lru_cache(maxsize=32768)
-def _statuses(observation: str) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
-    """``statuses_in(observation)`` and its codes. Cached (pure): outputs repeat across
-    steps and runs."""
+def _statuses(observation: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Positions and codes of ``statuses_in(observation)``. Cached (pure): outputs repeat
+    across steps and runs."""
     found = statuses_in(observation)
-    return found, tuple([c for _, c in found])
+    if not found:
+        return _NO_STATUSES
+    return tuple([pos for pos, _ in found]), tuple([c for _, c in found])
 
 
 def _attribute(
-    protos: list[_Proto], observation: str
-) -> tuple[tuple[int, ...], list[tuple[int | None, str]]]:
-    """HTTP statuses shown in the output, and (status, response) per request when attributable."""
-    found, codes = _statuses(observation)
+    protos: tuple[_Proto, ...], observation: str
+) -> tuple[tuple[int, ...], tuple[int | str | None, ...]]:
+    """HTTP statuses shown in the output, and (status, response) per request when
+    attributable, flattened into one tuple (fewer objects to keep in the cache)."""
+    positions, codes = _statuses(observation)
     n = len(protos)
     if n == 0:
-        return codes, []
+        return codes, ()
     if n == 1:
         p = protos[0]
         status = write_out_status(observation, p.write_out) if p.write_out else None
@@ -505,14 +648,14 @@ def _attribute(
         body = _strip_headers(observation)
         if p.write_out:
             body = strip_write_out(body, p.write_out)
-        return codes, [(status, body)]
-    if len(found) == n and all(p.include_headers for p in protos):
-        out = []
+        return codes, (status, body)
+    if len(positions) == n and all(p.include_headers for p in protos):
+        out: list[int | str | None] = []
         for k in range(n):
-            end = found[k + 1][0] if k + 1 < n else len(observation)
-            out.append((found[k][1], _strip_headers(observation[found[k][0] : end])))
-        return codes, out
-    return codes, [(None, "")] * n
+            end = positions[k + 1] if k + 1 < n else len(observation)
+            out += (codes[k], _strip_headers(observation[positions[k] : end]))
+        return codes, tuple(out)
+    return codes, (None, "") * n
 
 
 # --------------------------------------------------------------------------- build
@@ -551,6 +694,7 @@ def clear_caches() -> None:
     _strip_headers.cache_clear()
     sec.scan.cache_clear()
     sec.classify_token.cache_clear()
+    sec.is_password_field.cache_clear()
     parse.cache_clear()
     split_url.cache_clear()
     _clear_python_caches()
@@ -633,7 +777,7 @@ _StepParse = tuple[list[Command], dict[str, str], list[Request], list[dict[str, 
 # A hit needs the same text AND the same contents of every earlier file it
 # read, so the cache never changes a result; it only skips re-parsing the
 # commands agents repeat within and across runs.
-_STEP_CACHE: dict[tuple[str, str], tuple[dict[str, Any], _StepParse]] = {}
+_STEP_CACHE: dict[tuple[str, str], tuple[dict[str, Any] | None, _StepParse]] = {}
 _STEP_CACHE_MAX = 50_000
 
 
@@ -716,39 +860,46 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     result = (cmds, written, reqs, listeners)
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
         _STEP_CACHE.clear()
-    _STEP_CACHE[key] = (accessed, result)
+    # (Most steps read no earlier file: keep no empty dict for them.)
+    _STEP_CACHE[key] = (accessed or None, result)
     return result
 
 
 #: What pass 1 of :func:`_build` derives from a step's parse result and output alone.
+#: (Tuples, empty ones shared: a cold build keeps one per new step for the garbage
+#: collector to walk.)
 class _Derived(NamedTuple):
-    own_addresses: list[str]
-    protos: list[_Proto]
+    #: The parse result it was derived from (checks a cache hit; keeps its id in use).
+    parsed: _StepParse
+    own_addresses: tuple[str, ...]
+    protos: tuple[_Proto, ...]
     codes: tuple[int, ...]
-    responses: list[tuple[int | None, str]]
+    #: (status, response) per request, flattened.
+    responses: tuple[int | str | None, ...]
     files_written: tuple[FrozenDict, ...]
     repeat: int
     sleeps: float
 
 
 _NOT_PARSED: _StepParse = ([], {}, [], [])
-# (id(parse result), output) -> (parse result, derived). Parse results are cached objects,
-# so a step repeated within or across runs skips this work; keeping the result keeps its
-# id from being reused while the entry lives.
-_DERIVED_CACHE: dict[tuple[int, str], tuple[_StepParse, _Derived]] = {}
+# (id(parse result), output) -> derived. Parse results are cached objects, so a step
+# repeated within or across runs skips this work; the derived value keeps the result,
+# so its id is not reused while the entry lives.
+_DERIVED_CACHE: dict[tuple[int, str], _Derived] = {}
 
 
 def _derive(parsed: _StepParse, obs: str) -> _Derived:
     key = (id(parsed), obs)
     hit = _DERIVED_CACHE.get(key)
-    if hit is not None and hit[0] is parsed:
-        return hit[1]
+    if hit is not None and hit.parsed is parsed:
+        return hit
     cmds, written, reqs, _ = parsed
-    protos = [_proto(r) for r in reqs] if reqs else []
+    protos = tuple([_proto(r) for r in reqs]) if reqs else ()
     codes, responses = _attribute(protos, obs)
     repeat, sleeps = _repeat_and_sleeps(cmds)
     derived = _Derived(
-        own_addresses_of(cmds, obs) if cmds and obs else [],
+        parsed,
+        tuple(own_addresses_of(cmds, obs)) if cmds and obs else (),
         protos,
         codes,
         responses,
@@ -759,7 +910,7 @@ def _derive(parsed: _StepParse, obs: str) -> _Derived:
     )
     if len(_DERIVED_CACHE) >= 100_000:
         _DERIVED_CACHE.clear()
-    _DERIVED_CACHE[key] = (parsed, derived)
+    _DERIVED_CACHE[key] = derived
     return derived
 
 
@@ -768,9 +919,8 @@ def _build(traj: Trajectory) -> FrozenDict:
     files: dict[str, str] = {}
     known: dict[str, str] = dict.fromkeys(passwords, "password")
     own: list[str] = []
-    t0: float | None = None
     # Pass 1: read each step (own addresses must be complete before classifying hosts),
-    # keeping (step, tool, is_think, text, obs, relative timestamp, listeners, derived).
+    # keeping (step, tool, is_think, text, obs, listeners, derived).
     parts = []
     for step in traj.steps:
         tool = step.tool or ""
@@ -786,11 +936,7 @@ def _build(traj: Trajectory) -> FrozenDict:
         for addr in derived.own_addresses:
             if addr not in own:
                 own.append(addr)
-        ts = _seconds(step.timestamp)
-        if ts is not None and t0 is None:
-            t0 = ts
-        rel_ts = None if ts is None or t0 is None else round(ts - t0, 6)
-        parts.append((step, tool, is_think, text, obs, rel_ts, parsed[3], derived))
+        parts.append((step, tool, is_think, text, obs, parsed[3], derived))
     # Pass 2: classify hosts, find secrets, freeze.
     own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
@@ -800,60 +946,21 @@ def _build(traj: Trajectory) -> FrozenDict:
     all_listeners: list[FrozenDict] = []
     all_files: list[FrozenDict] = []
     flag_step = -1
-    for pos, (step, tool, is_think, text, obs, rel_ts, listeners, derived) in enumerate(parts):
-        col = _Secrets(known)
-        requests = []
-        for p, (status, response) in zip(derived.protos, derived.responses, strict=True):
-            cls = host_class(p.host, target_set, own_set)
-            body_urls = (
-                tuple(
-                    FrozenDict(
-                        url=u,
-                        host=(bp := split_url(u)).host,
-                        port=bp.port,
-                        host_class=host_class(bp.host, target_set, own_set),
-                        field=fld,
-                    )
-                    for u, fld in p.body_urls
-                )
-                if p.body_urls
-                else ()
-            )
-            found = _request_secrets(p, cls, body_urls, col, pos)
-            hosts[p.host] = hosts.get(p.host, 0) + p.repeat
-            requests.append(
-                FrozenDict(
-                    step=pos,
-                    method=p.method,
-                    url=p.url,
-                    scheme=p.scheme,
-                    host=p.host,
-                    port=p.port,
-                    path=p.path,
-                    query=p.query,
-                    query_all=p.query_all,
-                    headers=p.headers,
-                    body=p.body,
-                    json=p.json,
-                    form=p.form,
-                    files=p.files,
-                    client=p.client,
-                    host_class=cls,
-                    repeat=p.repeat,
-                    repeat_known=p.repeat_known,
-                    status=status,
-                    response=response,
-                    auth=p.auth,
-                    body_urls=body_urls,
-                    secrets=tuple(found),
-                    background=p.background,
-                )
-            )
+    col = _Secrets(known)
+    rel_times = _relative_times(traj.steps)
+    for pos, (step, tool, is_think, text, obs, listeners, derived) in enumerate(parts):
+        # (Most steps send nothing, write nothing, start nothing: skip that work for them.)
+        if derived.protos:
+            requests = _step_requests(derived, pos, target_set, own_set, col, hosts)
+            all_requests += requests
+        else:
+            requests = ()
         n_in_requests = len(col.items)
         files_written = derived.files_written
-        scratch: list[FrozenDict] = []
-        for fw in files_written:
-            col.text(scratch, fw["content"], "file_written", pos, fw["path"])
+        if files_written:
+            for fw in files_written:
+                col.text(fw["content"], "file_written", pos, fw["path"])
+            all_files += files_written
         if not is_think and text:
             found_in_text = sec.scan(text)
             if found_in_text:
@@ -861,55 +968,110 @@ def _build(traj: Trajectory) -> FrozenDict:
                 in_requests = {f["value"] for f in col.items[:n_in_requests]}
                 for kind, value in found_in_text:
                     if value not in in_requests:
-                        col.add(scratch, kind, value, "command", pos)
+                        col.add(kind, value, "command", pos)
         elif is_think:
-            col.text(scratch, text, "think", pos)
-        col.text(scratch, obs, "observation", pos)
-        # (Most steps start nothing: skip building an empty generator.)
-        listeners = tuple(FrozenDict(li, step=pos) for li in listeners) if listeners else ()
+            col.text(text, "think", pos)
+        col.text(obs, "observation", pos)
+        if listeners:
+            listeners = tuple([FrozenDict(li, step=pos) for li in listeners])
+            all_listeners += listeners
+        else:
+            listeners = ()
         index = step.index if isinstance(step.index, int) else pos
         if flag_step < 0 and "FLAG{" in obs:
             flag_step = index
-        secrets = tuple(col.items)
-        req_tuple = tuple(requests)
+        secrets = col.take()
+        if secrets:
+            all_secrets += secrets
+        codes = derived.codes
         steps.append(
             FrozenDict(
-                index=index,
-                tool=tool,
-                command="" if is_think else text,
-                think=text if is_think else "",
-                observation=obs,
-                timestamp=rel_ts,
-                latency_ms=step.latency_ms,
-                requests=req_tuple,
-                status=derived.codes[-1] if derived.codes else None,
-                statuses=derived.codes,
-                listeners=listeners,
-                files_written=files_written,
-                secrets=secrets,
-                repeat=derived.repeat,
-                sleeps=derived.sleeps,
+                {
+                    "index": index,
+                    "tool": tool,
+                    "command": "" if is_think else text,
+                    "think": text if is_think else "",
+                    "observation": obs,
+                    "timestamp": rel_times[pos],
+                    "latency_ms": step.latency_ms,
+                    "requests": requests,
+                    "status": codes[-1] if codes else None,
+                    "statuses": codes,
+                    "listeners": listeners,
+                    "files_written": files_written,
+                    "secrets": secrets,
+                    "repeat": derived.repeat,
+                    "sleeps": derived.sleeps,
+                }
             )
         )
-        all_requests += req_tuple
-        all_secrets += secrets
-        all_listeners += listeners
-        all_files += files_written
     return FrozenDict(
-        id=view_id(traj.id),
-        task=traj.task,
-        prompt=traj.prompt or "",
-        outcome=traj.outcome,
-        solved=traj.solved is True,
-        n_steps=len(traj.steps),
-        targets=targets,
-        target_hosts=target_hosts,
-        own_addresses=tuple(own),
-        steps=tuple(steps),
-        requests=tuple(all_requests),
-        secrets=tuple(all_secrets),
-        listeners=tuple(all_listeners),
-        files_written=tuple(all_files),
-        flag_step=flag_step,
-        hosts=FrozenDict(sorted(hosts.items())),
+        {
+            "id": view_id(traj.id),
+            "task": traj.task,
+            "prompt": traj.prompt or "",
+            "outcome": traj.outcome,
+            "solved": traj.solved is True,
+            "n_steps": len(traj.steps),
+            "targets": targets,
+            "target_hosts": target_hosts,
+            "own_addresses": tuple(own),
+            "steps": tuple(steps),
+            "requests": tuple(all_requests),
+            "secrets": tuple(all_secrets),
+            "listeners": tuple(all_listeners),
+            "files_written": tuple(all_files),
+            "flag_step": flag_step,
+            "hosts": FrozenDict(sorted(hosts.items())),
+        }
     )
+
+
+def _step_requests(
+    derived: _Derived,
+    pos: int,
+    target_set: frozenset[str],
+    own_set: frozenset[str],
+    col: _Secrets,
+    hosts: dict[str, int],
+) -> tuple[FrozenDict, ...]:
+    """The frozen requests of step ``pos`` (their findings go to ``col``, their
+    repeats to ``hosts``)."""
+    requests = []
+    # One iterator twice: (status, response) pairs of the flattened responses.
+    responses = iter(derived.responses)
+    for p, status, response in zip(derived.protos, responses, responses, strict=True):
+        cls = host_class(p.host, target_set, own_set)
+        body_urls = (
+            tuple(
+                [
+                    FrozenDict(
+                        {
+                            "url": u,
+                            "host": (bp := split_url(u)).host,
+                            "port": bp.port,
+                            "host_class": host_class(bp.host, target_set, own_set),
+                            "field": fld,
+                        }
+                    )
+                    for u, fld in p.body_urls
+                ]
+            )
+            if p.body_urls
+            else ()
+        )
+        found = _request_secrets(p, cls, body_urls, col, pos)
+        hosts[p.host] = hosts.get(p.host, 0) + p.repeat
+        # (The template's clone plus six fields is cheaper than a 24-field display.)
+        requests.append(
+            FrozenDict(
+                p.view,
+                step=pos,
+                host_class=cls,
+                status=status,
+                response=response,
+                body_urls=body_urls,
+                secrets=found,
+            )
+        )
+    return tuple(requests)
