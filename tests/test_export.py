@@ -10,6 +10,7 @@ sandbox's modules; and it must work in a virtual environment without monsearch.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import importlib
 import json
@@ -249,6 +250,36 @@ def test_findings_point_at_the_steps_that_raised_the_score(setup, seed_plugin):
                 assert 0 <= ev["span"][0] < ev["span"][1] <= len(text)
     steps = seed_plugin.score_steps(top)
     assert len(steps) == len(top.steps) and steps[-1] == scores.max()
+
+
+def test_scoring_leaves_nothing_for_the_cyclic_collector(setup, seed_plugin):
+    """A program instance (functions and namespace refer to each other, and the namespace
+    holds the oracle hook and the trajectory) is freed when a call returns, not at the
+    garbage collector's next pass."""
+    core = seed_plugin.core
+    docs = [_stealthbench_doc(t) for t in setup["val"][:3]]
+
+    def alive() -> tuple[int, int]:
+        objs = gc.get_objects()
+        return (
+            sum(type(o) is core._OracleHook for o in objs),
+            sum(type(o) is core.Trajectory for o in objs),
+        )
+
+    gc.collect()
+    gc.disable()
+    try:
+        before = alive()
+        for d in docs:
+            seed_plugin.score(d)
+            seed_plugin.evaluate(d)
+            seed_plugin.score_steps(d)
+            seed_plugin.findings(d)
+        seed_plugin.score_many(docs)
+        after = alive()
+    finally:
+        gc.enable()
+    assert after == before
 
 
 def test_oracle_is_none_unless_a_host_passes_one(setup, probe_plugin):

@@ -281,6 +281,14 @@ def _instance(hook: _OracleHook) -> Callable[[Any], Any]:
     return load_program(_code(), glb)
 
 
+def _discard(fn: Callable[[Any], Any]) -> None:
+    """Free a program instance at once. Its functions and its namespace refer to each
+    other, and the namespace holds the oracle hook and so the last trajectory: left to
+    the cyclic garbage collector, every scored trajectory would stay in memory until its
+    next pass, and each pass would walk them all."""
+    fn.__globals__.clear()  # type: ignore[attr-defined]
+
+
 def _fallback() -> float:
     # The sandbox gives a failed trajectory the lowest valid score of the run.
     value = MONITOR.get("fallback_score")
@@ -340,7 +348,11 @@ def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
     """Score one trajectory with a fresh program instance; never raises for the program."""
     traj = load(trajectory)
     hook = _OracleHook(oracle, _cap())
-    return _run(_instance(hook), _view(traj), hook, traj)
+    fn = _instance(hook)
+    try:
+        return _run(fn, _view(traj), hook, traj)
+    finally:
+        _discard(fn)
 
 
 def score(trajectory: Any, *, oracle: Oracle | None = None) -> float:
@@ -354,9 +366,12 @@ def score_many(trajectories: Iterable[Any], *, oracle: Oracle | None = None) -> 
     hook = _OracleHook(oracle, _cap())
     fn = _instance(hook)
     out = []
-    for t in trajectories:
-        traj = load(t)
-        out.append(_run(fn, _view(traj), hook, traj))
+    try:
+        for t in trajectories:
+            traj = load(t)
+            out.append(_run(fn, _view(traj), hook, traj))
+    finally:
+        _discard(fn)
     return out
 
 
@@ -372,9 +387,13 @@ def score_steps(trajectory: Any, *, oracle: Oracle | None = None) -> list[float]
     traj = load(trajectory)
     hook = _OracleHook(oracle, _cap())
     fn = _instance(hook)
-    return [
-        _run(fn, _view(_prefix(traj, k)), hook, traj).score for k in range(1, len(traj.steps) + 1)
-    ]
+    try:
+        return [
+            _run(fn, _view(_prefix(traj, k)), hook, traj).score
+            for k in range(1, len(traj.steps) + 1)
+        ]
+    finally:
+        _discard(fn)
 
 
 # --------------------------------------------------------------------------- findings
@@ -475,6 +494,15 @@ def findings(trajectory: Any, *, top: int = 10, oracle: Oracle | None = None) ->
     traj = load(trajectory)
     hook = _OracleHook(oracle, _cap())
     fn = _instance(hook)
+    try:
+        return _findings(fn, hook, traj, top)
+    finally:
+        _discard(fn)
+
+
+def _findings(
+    fn: Callable[[Any], Any], hook: _OracleHook, traj: Trajectory, top: int
+) -> dict[str, Any]:
     full = _view(traj)
     result = _run(fn, full, hook, traj)
     prefix = [
