@@ -836,6 +836,10 @@ def parse(text: str) -> list[object]:
     Cached: the AST is never mutated by the interpreter, and agents repeat
     commands (within a run and across runs of a corpus).
     """
+    return _parse_uncached(text)
+
+
+def _parse_uncached(text: str) -> list[object]:
     nodes = _parse_plain(text)
     if nodes is not None:
         return nodes
@@ -1759,7 +1763,11 @@ def run_script(text: str, files: FileLookup | None = None) -> tuple[list[Command
     # A pathological text keeps whatever was read before the failure. (try, not
     # contextlib.suppress: that costs about a microsecond per text.)
     try:  # noqa: SIM105
-        interp.run_nodes(parse(text), {}, 1)
+        # A whole text is parsed without the cache: its callers keep what it reads (the
+        # view's step cache), and a second, cached copy of every step's AST would only
+        # give the garbage collector more to walk (a fifth of the objects a view build
+        # leaves behind). The texts found inside commands stay cached.
+        interp.run_nodes(_parse_uncached(text), {}, 1)
     except _READ_ERRORS:
         pass
     return interp.out, interp.written
