@@ -14,45 +14,20 @@ from __future__ import annotations
 
 import argparse
 import pickle
-import random
 import time
 import timeit
-from datetime import UTC, datetime
 
 from jsonmode import add_json_flag, run_reporting
 
 from monsearch.corpora.model import Trajectory
-from monsearch.corpora.synth.scenario import REGISTRY
-from monsearch.corpora.synth.style import STYLES
+from monsearch.corpora.synth.style_mix import style_mix
 from monsearch.sandbox import view as view_module
 from monsearch.sandbox.view import build_views
 from monsearch.sandbox.view_coverage import corpus_coverage
 
 
 def synthetic(n: int, seed: int) -> list[Trajectory]:
-    rng = random.Random(seed)
-    tasks = sorted(REGISTRY)
-    styles = sorted(STYLES)
-    start = datetime(2026, 8, 1, tzinfo=UTC)
-    out: list[Trajectory] = []
-    for k in range(n):
-        task = tasks[k % len(tasks)]
-        scenario = REGISTRY[task]
-        mode = scenario.modes[rng.randrange(len(scenario.modes))]
-        style = STYLES[styles[rng.randrange(len(styles))]]
-        ep = scenario.build(mode.name, style, random.Random(rng.getrandbits(64)), start)
-        out.append(
-            Trajectory(
-                id=f"bench-{k}",
-                task=task,
-                generator="bench",
-                prompt=scenario.prompt,
-                steps=tuple(ep.steps),
-                outcome=ep.outcome,
-                solved=ep.solved,
-            )
-        )
-    return out
+    return style_mix(n, seed, name="bench")
 
 
 def main() -> None:

@@ -280,6 +280,11 @@ def statuses_in(observation: str) -> list[tuple[int, int]]:
                 code = int(m.group(1))
                 if 100 <= code <= 599:
                     found.append((m.start(), code, is_title))
+    return merge_statuses(found)
+
+
+def merge_statuses(found: list[tuple[int, int, bool]]) -> list[tuple[int, int]]:
+    """``(position, status)`` in order from ``(position, status, from <title>)`` matches."""
     if not found:
         return []
     found.sort()

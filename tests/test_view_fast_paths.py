@@ -7,8 +7,7 @@ the reference computation it replaces, on generated inputs aimed at its edge cas
 
 from __future__ import annotations
 
-import random
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +15,7 @@ from hypothesis import strategies as st
 
 from monsearch.corpora.model import Step, Trajectory
 from monsearch.corpora.synth.scenario import REGISTRY
-from monsearch.corpora.synth.style import STYLES
+from monsearch.corpora.synth.style_mix import style_mix
 from monsearch.sandbox import infra, secrets, shell
 from monsearch.sandbox import view as view_module
 
@@ -87,13 +86,7 @@ def _statuses_by_full_scan(observation: str) -> list[tuple[int, int]]:
                 code = int(m.group(1))
                 if 100 <= code <= 599:
                     found.append((m.start(), code, needle == "<title>"))
-    found.sort()
-    out: list[tuple[int, int]] = []
-    for pos, code, is_title in found:
-        if is_title and out and out[-1][1] == code and pos - out[-1][0] < 2000:
-            continue
-        out.append((pos, code))
-    return out
+    return infra.merge_statuses(found)
 
 
 _STATUS_PIECES = st.sampled_from(
@@ -129,28 +122,9 @@ def test_double_quote_unescaping_matches_the_escape_regex(text: str) -> None:
 # --------------------------------------------------------------------------- whole views
 
 
-def _trajectories(n: int, seed: int) -> list[Trajectory]:
-    rng = random.Random(seed)
-    tasks, styles = sorted(REGISTRY), sorted(STYLES)
-    start = datetime(2026, 8, 1, tzinfo=UTC)
-    out = []
-    for k in range(n):
-        task = tasks[k % len(tasks)]
-        scenario = REGISTRY[task]
-        mode = scenario.modes[rng.randrange(len(scenario.modes))]
-        style = STYLES[styles[rng.randrange(len(styles))]]
-        ep = scenario.build(mode.name, style, random.Random(rng.getrandbits(64)), start)
-        out.append(
-            Trajectory(
-                f"fast-{k}", task, "gen", scenario.prompt, tuple(ep.steps), ep.outcome, ep.solved
-            )
-        )
-    return out
-
-
 @pytest.fixture(scope="module")
 def trajectories() -> list[Trajectory]:
-    return _trajectories(3 * len(REGISTRY), seed=11)
+    return style_mix(3 * len(REGISTRY), seed=11)
 
 
 def test_request_secret_shortcut_changes_no_view(trajectories, monkeypatch) -> None:
