@@ -282,6 +282,43 @@ def test_scoring_leaves_nothing_for_the_cyclic_collector(setup, seed_plugin):
     assert after == before
 
 
+def test_collector_waits_until_a_trajectory_is_scored(setup, seed_plugin):
+    """No cyclic collection runs while a trajectory is read, viewed and scored (it would
+    walk the live view), and the host's collector setting is left as it was."""
+    package = seed_plugin.__name__
+    docs = [_stealthbench_doc(t) for t in setup["val"][:3]]
+    busy = ("load", "build_view", "_run")  # reading, viewing, running the program
+    inside: list[str] = []
+
+    def watch(phase: str, info: dict) -> None:
+        frame = sys._getframe(1)
+        while frame is not None:
+            module = frame.f_globals.get("__name__", "")
+            if module.startswith(package) and frame.f_code.co_name in busy:
+                inside.append(frame.f_code.co_name)
+                return
+            frame = frame.f_back
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at nearly every new container
+    gc.callbacks.append(watch)
+    try:
+        for d in docs:
+            seed_plugin.score(d)
+            seed_plugin.score_steps(d)
+            seed_plugin.findings(d)
+        seed_plugin.score_many(docs)
+        gc.disable()
+        seed_plugin.score(docs[0])
+        assert not gc.isenabled()
+        gc.enable()
+    finally:
+        gc.callbacks.remove(watch)
+        gc.set_threshold(*threshold)
+        gc.enable()
+    assert inside == []
+
+
 def test_oracle_is_none_unless_a_host_passes_one(setup, probe_plugin):
     t = setup["val"][0]
     base = probe_plugin.evaluate(t)

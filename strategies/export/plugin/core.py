@@ -19,6 +19,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -324,15 +325,23 @@ def _run(fn: Callable[[Any], Any], view: FrozenDict, hook: _OracleHook, traj: Tr
     return Result(checked, None, hook.calls, time.perf_counter() - started)
 
 
-def _view(traj: Trajectory) -> FrozenDict:
-    """``build_view`` with the cyclic GC paused, as monsearch's ``build_views`` does: a
-    view holds no reference cycles, and the collections its thousands of new objects
-    would trigger (full ones too, in a host with a large heap) slow the build."""
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic GC while a trajectory is read, viewed and scored.
+
+    A view holds no reference cycles, and the program's instance is freed by
+    :func:`_discard`, so all of it goes by reference counting when the call returns.
+    Left running, the collector would walk the view's thousands of new objects while
+    they are still in use (about a tenth of a trajectory's time, and full collections
+    of a host's whole heap now and then); paused until they are gone, it walks only
+    what the parse caches keep. The program is the frozen one, run without limits as
+    before: cyclic garbage it makes waits for the end of its call."""
     if not gc.isenabled():
-        return build_view(traj)
+        yield
+        return
     gc.disable()
     try:
-        return build_view(traj)
+        yield
     finally:
         gc.enable()
 
@@ -346,13 +355,14 @@ def clear_caches() -> None:
 
 def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
     """Score one trajectory with a fresh program instance; never raises for the program."""
-    traj = load(trajectory)
-    hook = _OracleHook(oracle, _cap())
-    fn = _instance(hook)
-    try:
-        return _run(fn, _view(traj), hook, traj)
-    finally:
-        _discard(fn)
+    with _collector_paused():
+        traj = load(trajectory)
+        hook = _OracleHook(oracle, _cap())
+        fn = _instance(hook)
+        try:
+            return _run(fn, build_view(traj), hook, traj)
+        finally:
+            _discard(fn)
 
 
 def score(trajectory: Any, *, oracle: Oracle | None = None) -> float:
@@ -368,8 +378,9 @@ def score_many(trajectories: Iterable[Any], *, oracle: Oracle | None = None) -> 
     out = []
     try:
         for t in trajectories:
-            traj = load(t)
-            out.append(_run(fn, _view(traj), hook, traj))
+            with _collector_paused():
+                traj = load(t)
+                out.append(_run(fn, build_view(traj), hook, traj))
     finally:
         _discard(fn)
     return out
@@ -384,16 +395,17 @@ def _prefix(traj: Trajectory, k: int) -> Trajectory:
 def score_steps(trajectory: Any, *, oracle: Oracle | None = None) -> list[float]:
     """The score of each prefix of the trajectory (steps ``[:1]``, ``[:2]``, ...): for hosts
     that monitor step by step. Outcome and solved are the whole run's."""
-    traj = load(trajectory)
-    hook = _OracleHook(oracle, _cap())
-    fn = _instance(hook)
-    try:
-        return [
-            _run(fn, _view(_prefix(traj, k)), hook, traj).score
-            for k in range(1, len(traj.steps) + 1)
-        ]
-    finally:
-        _discard(fn)
+    with _collector_paused():
+        traj = load(trajectory)
+        hook = _OracleHook(oracle, _cap())
+        fn = _instance(hook)
+        try:
+            return [
+                _run(fn, build_view(_prefix(traj, k)), hook, traj).score
+                for k in range(1, len(traj.steps) + 1)
+            ]
+        finally:
+            _discard(fn)
 
 
 # --------------------------------------------------------------------------- findings
@@ -491,22 +503,23 @@ def findings(trajectory: Any, *, top: int = 10, oracle: Oracle | None = None) ->
     so a step counts by what it added), with the requests, secrets and listeners the view
     found in them and where in the step's text they sit; and the program's per-detector
     values where it has ``*_score`` functions."""
-    traj = load(trajectory)
-    hook = _OracleHook(oracle, _cap())
-    fn = _instance(hook)
-    try:
-        return _findings(fn, hook, traj, top)
-    finally:
-        _discard(fn)
+    with _collector_paused():
+        traj = load(trajectory)
+        hook = _OracleHook(oracle, _cap())
+        fn = _instance(hook)
+        try:
+            return _findings(fn, hook, traj, top)
+        finally:
+            _discard(fn)
 
 
 def _findings(
     fn: Callable[[Any], Any], hook: _OracleHook, traj: Trajectory, top: int
 ) -> dict[str, Any]:
-    full = _view(traj)
+    full = build_view(traj)
     result = _run(fn, full, hook, traj)
     prefix = [
-        _run(fn, _view(_prefix(traj, k)), hook, traj).score for k in range(len(traj.steps) + 1)
+        _run(fn, build_view(_prefix(traj, k)), hook, traj).score for k in range(len(traj.steps) + 1)
     ]
     steps: list[dict[str, Any]] = []
     for k in range(1, len(prefix)):
