@@ -4,7 +4,12 @@ Prints, for the selected strategy of a run (its val split):
 
 * plugin, end to end: ``score(doc)`` on a parsed trajectory dict (read it, build the
   view, run the frozen program in a fresh restricted namespace): what a host pays
-  per trajectory. Median, p90, max. Target: median under 1 ms.
+  per trajectory. Median, p90, max. Target: median under 1 ms. The loop runs
+  ``--passes`` times, each from empty parse caches warmed the same way, so every pass
+  does the same work: the spread of the pass medians is this machine's drift, and the
+  target is judged on their median. Also printed: the median of each trajectory's best
+  pass (interference removed, timeit's rule), and a trajectory scored a second time in
+  a row (every cache hit: the floor of the current design);
 * plugin, program only: the program's ``score(view)`` on views built beforehand (one
   program instance, as the sandbox runs it);
 * plugin, view only: building the view from the trajectory;
@@ -82,12 +87,26 @@ def _stealthbench_doc(t: Any) -> dict[str, Any]:
     }
 
 
+def _end_to_end_pass(plugin: Any, core: Any, docs: list[dict[str, Any]]) -> list[float]:
+    """Seconds per trajectory, from empty parse caches warmed on the first 20 docs."""
+    core.clear_caches()
+    for d in docs[:20]:  # warm caches and the compiled program
+        plugin.score(d)
+    times = []
+    for d in docs:
+        started = time.perf_counter()
+        plugin.score(d)
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run", default=None)
     parser.add_argument("--runs-dir", default=None)
     parser.add_argument("--size", type=int, default=None, help="default corpus size (no run)")
     parser.add_argument("--limit", type=int, default=1000, help="val trajectories timed")
+    parser.add_argument("--passes", type=int, default=3, help="end-to-end passes (>= 1)")
     add_json_flag(parser)
     run_reporting(parser.parse_args(), _run)
 
@@ -123,13 +142,16 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         f"val {len(val)} trajectories, timing {len(sample)}"
     )
 
-    for d in docs[:20]:  # warm caches and the compiled program
+    passes = [_end_to_end_pass(plugin, core, docs) for _ in range(max(1, args.passes))]
+    pass_medians = sorted(statistics.median(p) for p in passes)
+    end_to_end = passes[0]
+    best = [min(times) for times in zip(*passes, strict=True)]
+    repeat = []
+    for d in docs:  # the same trajectory twice in a row: the second call hits every cache
         plugin.score(d)
-    end_to_end = []
-    for d in docs:
         started = time.perf_counter()
         plugin.score(d)
-        end_to_end.append(time.perf_counter() - started)
+        repeat.append(time.perf_counter() - started)
     # Cold parse caches again, so the view time is what a new trajectory costs.
     sys.modules[f"{monitor['package']}._vendor.view"].clear_caches()
     views = []
@@ -156,7 +178,13 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         sandbox_view.build_view(t)
         sandbox_build.append(time.perf_counter() - started)
 
-    print(f"plugin end to end (dict -> score): {_quantiles(end_to_end)}")
+    print(f"plugin end to end (dict -> score): {_quantiles(end_to_end)}   (pass 1)")
+    print(
+        f"  medians of {len(passes)} passes: "
+        + ", ".join(f"{m * 1e3:.3f}" for m in pass_medians)
+        + f" ms; each trajectory's best pass: {_quantiles(best)}"
+    )
+    print(f"  scored again at once (all caches hit): {_quantiles(repeat)}")
     print(f"plugin view build only:            {_quantiles(build)}")
     print(f"plugin program only (prebuilt):    {_quantiles(program)}")
 
@@ -171,7 +199,7 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         f"sandbox per trajectory (views prebuilt in the worker): wall {wall / n * 1e3:7.3f} ms"
         f"   child cpu {result.cpu_s / n * 1e3:7.3f} ms   (status {result.status})"
     )
-    target = statistics.median(end_to_end) < 1e-3
+    target = statistics.median(pass_medians) < 1e-3
 
     def ms(xs: list[float]) -> dict[str, float]:
         xs = sorted(xs)
@@ -186,6 +214,11 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         strategy_hash=monitor["strategy_hash"],
         timed=len(sample),
         end_to_end=ms(end_to_end),
+        passes=len(passes),
+        pass_medians_ms=[m * 1e3 for m in pass_medians],
+        median_of_pass_medians_ms=statistics.median(pass_medians) * 1e3,
+        best_pass=ms(best),
+        repeat_all_cached=ms(repeat),
         view_build=ms(build),
         program_only=ms(program),
         sandbox_view_build=ms(sandbox_build),
@@ -193,7 +226,10 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         sandbox_child_cpu_ms_per_traj=result.cpu_s / n * 1e3,
         sandbox_status=result.status,
     )
-    print(f"target median < 1 ms end to end: {'met' if target else 'NOT met'}")
+    print(
+        f"target median < 1 ms end to end (median of the pass medians): "
+        f"{'met' if target else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -588,14 +588,17 @@ def export_args(ctx: Ctx) -> list[str]:
 
 def export_rows(d: dict, ctx: Ctx) -> list[Row]:
     e = d["end_to_end"]
+    m = d.get("median_of_pass_medians_ms", e["median_ms"])
+    spread = d.get("pass_medians_ms") or [e["median_ms"]]
     return [
         row(
             f"exported plugin, dict -> score, selected strategy ({d['timed']} val runs)",
-            f"median {e['median_ms']:.3f} ms, p90 {e['p90_ms']:.3f} ms",
+            f"median {m:.3f} ms (passes {min(spread):.3f}-{max(spread):.3f}), "
+            f"p90 {e['p90_ms']:.3f} ms",
             "bench/export_speed.py",
-            value=e["median_ms"],
+            value=m,
             target="median < 1 ms",
-            ok=e["median_ms"] < 1,
+            ok=m < 1,
             issue="11",
         )
     ]
