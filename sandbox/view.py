@@ -360,6 +360,16 @@ class _Secrets:
                 if value in text:
                     self.add(kind, value, where, step, field)
 
+    def scanned(self, found: tuple[tuple[str, str], ...], text: str, where: str, step: int) -> None:
+        """:meth:`text` (no field) given ``found = sec.scan(text)`` (``()`` for an empty
+        text): a step's output keeps its scan in the derived cache (one lookup fewer)."""
+        for kind, value in found:
+            self.add(kind, value, where, step)
+        if self.known and len(text) >= 6:
+            for value, kind in self.known.items():
+                if value in text:
+                    self.add(kind, value, where, step)
+
 
 class _Proto:
     """What a request's view needs that depends on the request alone (computed once)."""
@@ -368,6 +378,8 @@ class _Proto:
         "req",
         "view",
         "host",
+        "host_key",
+        "host_other",
         "repeat",
         "url_text",
         "headers",
@@ -385,6 +397,10 @@ class _Proto:
     #: The request's view fields, in schema order; the per-step ones (step, host_class,
     #: status, response, body_urls, secrets) are filled in by :func:`_step_requests`.
     view: dict[str, Any]
+    #: The host as :func:`host_class` compares it, and its class when it is neither a
+    #: target nor an own address (the per-run sets decide those two in pass 2).
+    host_key: str
+    host_other: str
     #: When no pattern finds anything in the request: its scanned texts joined by NUL
     #: (see :func:`_request_secrets`); else None.
     haystack: str | None
@@ -465,6 +481,8 @@ def _proto(req: Request) -> _Proto:
     write = method in _WRITE_METHODS
     json_body = _json_body(req.body, write) if req.body else None
     p.host = parts.host
+    p.host_key = parts.host.strip("[]").lower()
+    p.host_other = _other_host_class(p.host_key)
     p.headers = FrozenDict(req.headers) if req.headers else _EMPTY
     p.body = req.body
     if json_body is not None:
@@ -879,6 +897,12 @@ class _Derived(NamedTuple):
     files_written: tuple[FrozenDict, ...]
     repeat: int
     sleeps: float
+    #: ``sec.scan`` of the output and of the command text (``()`` for a step not parsed:
+    #: a parse result belongs to one text), and whether the output holds "FLAG{". Kept
+    #: here, pass 2 skips two scan-cache lookups and a search per step.
+    obs_found: tuple[tuple[str, str], ...]
+    text_found: tuple[tuple[str, str], ...]
+    flag: bool
 
 
 _NOT_PARSED: _StepParse = ([], {}, [], [])
@@ -888,7 +912,8 @@ _NOT_PARSED: _StepParse = ([], {}, [], [])
 _DERIVED_CACHE: dict[tuple[int, str], _Derived] = {}
 
 
-def _derive(parsed: _StepParse, obs: str) -> _Derived:
+def _derive(parsed: _StepParse, obs: str, text: str) -> _Derived:
+    """What pass 1 derives from a step's parse result (of ``text``) and output ``obs``."""
     key = (id(parsed), obs)
     hit = _DERIVED_CACHE.get(key)
     if hit is not None and hit.parsed is parsed:
@@ -907,6 +932,9 @@ def _derive(parsed: _StepParse, obs: str) -> _Derived:
         tuple(FrozenDict(path=k, content=v) for k, v in written.items()) if written else (),
         repeat,
         sleeps,
+        sec.scan(obs) if obs else (),
+        sec.scan(text) if parsed is not _NOT_PARSED else (),
+        "FLAG{" in obs,
     )
     if len(_DERIVED_CACHE) >= 100_000:
         _DERIVED_CACHE.clear()
@@ -932,7 +960,7 @@ def _build(traj: Trajectory) -> FrozenDict:
             remember_step(files, tool, text, parsed[1])
         else:
             parsed = _NOT_PARSED
-        derived = _derive(parsed, obs)
+        derived = _derive(parsed, obs, text)
         for addr in derived.own_addresses:
             if addr not in own:
                 own.append(addr)
@@ -962,7 +990,7 @@ def _build(traj: Trajectory) -> FrozenDict:
                 col.text(fw["content"], "file_written", pos, fw["path"])
             all_files += files_written
         if not is_think and text:
-            found_in_text = sec.scan(text)
+            found_in_text = derived.text_found
             if found_in_text:
                 # The values found in this step's requests (built only when needed).
                 in_requests = {f["value"] for f in col.items[:n_in_requests]}
@@ -971,14 +999,14 @@ def _build(traj: Trajectory) -> FrozenDict:
                         col.add(kind, value, "command", pos)
         elif is_think:
             col.text(text, "think", pos)
-        col.text(obs, "observation", pos)
+        col.scanned(derived.obs_found, obs, "observation", pos)
         if listeners:
             listeners = tuple([FrozenDict(li, step=pos) for li in listeners])
             all_listeners += listeners
         else:
             listeners = ()
         index = step.index if isinstance(step.index, int) else pos
-        if flag_step < 0 and "FLAG{" in obs:
+        if flag_step < 0 and derived.flag:
             flag_step = index
         secrets = col.take()
         if secrets:
@@ -1041,7 +1069,9 @@ def _step_requests(
     # One iterator twice: (status, response) pairs of the flattened responses.
     responses = iter(derived.responses)
     for p, status, response in zip(derived.protos, responses, responses, strict=True):
-        cls = host_class(p.host, target_set, own_set)
+        # host_class(p.host, target_set, own_set), its request-only part worked out once.
+        h = p.host_key
+        cls = "target" if h in target_set else "own" if h in own_set else p.host_other
         body_urls = (
             tuple(
                 [
