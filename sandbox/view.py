@@ -1066,9 +1066,14 @@ def _step_requests(
     """The frozen requests of step ``pos`` (their findings go to ``col``, their
     repeats to ``hosts``)."""
     requests = []
-    # One iterator twice: (status, response) pairs of the flattened responses.
-    responses = iter(derived.responses)
-    for p, status, response in zip(derived.protos, responses, responses, strict=True):
+    # (status, response) per request, flattened (indexed: a strict zip over one iterator
+    # twice raises and clears a StopIteration per step, a microsecond).
+    responses = derived.responses
+    k = 0
+    for p in derived.protos:
+        status = responses[k]
+        response = responses[k + 1]
+        k += 2
         # host_class(p.host, target_set, own_set), its request-only part worked out once.
         h = p.host_key
         cls = "target" if h in target_set else "own" if h in own_set else p.host_other
