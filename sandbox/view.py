@@ -711,6 +711,7 @@ def clear_caches() -> None:
     _statuses.cache_clear()
     _strip_headers.cache_clear()
     sec.scan.cache_clear()
+    sec.word_findings.cache_clear()
     sec.classify_token.cache_clear()
     sec.is_password_field.cache_clear()
     parse.cache_clear()
