@@ -837,12 +837,20 @@ def _dep_value(files: dict[str, str], key: str) -> Any:
 
 def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     """Commands, files written, requests and listeners of one step (memoised, pure)."""
+    return _parse_entry(tool, text, files)[1]
+
+
+def _parse_entry(
+    tool: str, text: str, files: dict[str, str]
+) -> tuple[dict[str, Any] | None, _StepParse]:
+    """:func:`_parse_step`'s cache entry: the earlier files it read with their contents
+    (None when it read none), and the result."""
     key = (tool, text)
     hit = _STEP_CACHE.get(key)
     if hit is not None:
-        deps, result = hit
+        deps = hit[0]
         if not deps or all(_dep_value(files, p) == c for p, c in deps.items()):
-            return result
+            return hit
     accessed: dict[str, Any] = {}
 
     def earlier(path: str) -> str | None:
@@ -876,20 +884,22 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
         # Python writes land in ``written`` as they happen, so later commands see them.
         reqs = extract_requests(cmds, lookup, written, modules)
         listeners = listeners_of(cmds, lookup)
-    result = (cmds, written, reqs, listeners)
+    # (Most steps read no earlier file: keep no empty dict for them.)
+    entry = (accessed or None, (cmds, written, reqs, listeners))
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
         _STEP_CACHE.clear()
-    # (Most steps read no earlier file: keep no empty dict for them.)
-    _STEP_CACHE[key] = (accessed or None, result)
-    return result
+    _STEP_CACHE[key] = entry
+    return entry
 
 
 #: What pass 1 of :func:`_build` derives from a step's parse result and output alone.
 #: (Tuples, empty ones shared: a cold build keeps one per new step for the garbage
 #: collector to walk.)
 class _Derived(NamedTuple):
-    #: The parse result it was derived from (checks a cache hit; keeps its id in use).
+    #: The parse result it was derived from, and the earlier files (with their contents)
+    #: that parse read, None when none: a cache hit needs them unchanged.
     parsed: _StepParse
+    deps: dict[str, Any] | None
     own_addresses: tuple[str, ...]
     protos: tuple[_Proto, ...]
     codes: tuple[int, ...]
@@ -907,24 +917,40 @@ class _Derived(NamedTuple):
 
 
 _NOT_PARSED: _StepParse = ([], {}, [], [])
-# (id(parse result), output) -> derived. Parse results are cached objects, so a step
-# repeated within or across runs skips this work; the derived value keeps the result,
-# so its id is not reused while the entry lives.
-_DERIVED_CACHE: dict[tuple[int, str], _Derived] = {}
+# (tool, text, output) -> derived for a parsed step, ("", "", output) for one that is not
+# (a parsed step has a text). A step repeated within or across runs skips parsing and
+# deriving with this one lookup when the earlier files its parse read are unchanged (as
+# a hit of :func:`_parse_step`'s cache needs).
+_DERIVED_CACHE: dict[tuple[str, str, str], _Derived] = {}
 
 
-def _derive(parsed: _StepParse, obs: str, text: str) -> _Derived:
-    """What pass 1 derives from a step's parse result (of ``text``) and output ``obs``."""
-    key = (id(parsed), obs)
+def _step_derived(tool: str, text: str, obs: str, files: dict[str, str], parse: bool) -> _Derived:
+    """:func:`_derive` of the step's parse result (``parse``: read ``text`` with
+    :func:`_parse_step`, else :data:`_NOT_PARSED`), memoised."""
+    key = (tool, text, obs) if parse else ("", "", obs)
     hit = _DERIVED_CACHE.get(key)
-    if hit is not None and hit.parsed is parsed:
-        return hit
+    if hit is not None:
+        deps = hit.deps
+        if not deps or all(_dep_value(files, p) == c for p, c in deps.items()):
+            return hit
+    deps, parsed = _parse_entry(tool, text, files) if parse else (None, _NOT_PARSED)
+    derived = _derive(parsed, deps, obs, text)
+    if len(_DERIVED_CACHE) >= 100_000:
+        _DERIVED_CACHE.clear()
+    _DERIVED_CACHE[key] = derived
+    return derived
+
+
+def _derive(parsed: _StepParse, deps: dict[str, Any] | None, obs: str, text: str) -> _Derived:
+    """What pass 1 derives from a step's parse result (of ``text``, having read ``deps``)
+    and output ``obs``."""
     cmds, written, reqs, _ = parsed
     protos = tuple([_proto(r) for r in reqs]) if reqs else ()
     codes, responses = _attribute(protos, obs)
     repeat, sleeps = _repeat_and_sleeps(cmds)
-    derived = _Derived(
+    return _Derived(
         parsed,
+        deps,
         tuple(own_addresses_of(cmds, obs)) if cmds and obs else (),
         protos,
         codes,
@@ -937,10 +963,6 @@ def _derive(parsed: _StepParse, obs: str, text: str) -> _Derived:
         sec.scan(text) if parsed is not _NOT_PARSED else (),
         "FLAG{" in obs,
     )
-    if len(_DERIVED_CACHE) >= 100_000:
-        _DERIVED_CACHE.clear()
-    _DERIVED_CACHE[key] = derived
-    return derived
 
 
 def _build(traj: Trajectory) -> FrozenDict:
@@ -956,12 +978,11 @@ def _build(traj: Trajectory) -> FrozenDict:
         is_think = tool == "think"
         text = step.text or ""
         obs = step.observation or ""
-        if not is_think and text:
-            parsed = _parse_step(tool, text, files)
+        parse = not is_think and bool(text)
+        derived = _step_derived(tool, text, obs, files, parse)
+        parsed = derived.parsed
+        if parse:
             remember_step(files, tool, text, parsed[1])
-        else:
-            parsed = _NOT_PARSED
-        derived = _derive(parsed, obs, text)
         for addr in derived.own_addresses:
             if addr not in own:
                 own.append(addr)
