@@ -131,10 +131,32 @@ def scan(text: str) -> tuple[tuple[str, str], ...]:
                 out.append(("jwt", value))
             elif not value.startswith("$"):
                 out.append(("bearer", value))
-    runs = _runs(text)
-    # One scan of the runs joined by a blank finds what a scan of each run finds, in
-    # order: no pattern matches a blank, and the patterns' edges (``\\b``, look-arounds)
-    # treat a blank as they treat the end of a run. One scanner instead of one per run.
+    # Every pattern lives inside a run, and every run inside a word of 16+ characters.
+    for word in text.split():
+        if len(word) >= 16:
+            found = word_findings(word)
+            if found:
+                out += found
+    if len(out) > 1:
+        # One kind per value: the first (most specific, e.g. bearer over api_key) wins.
+        seen: set[str] = set()
+        out = [kv for kv in out if not (kv[1] in seen or seen.add(kv[1]))]
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=32768)
+def word_findings(word: str) -> tuple[tuple[str, str], ...]:
+    """The ``(kind, value)`` pattern findings inside one whitespace-separated word, in order.
+
+    :func:`scan` is defined as one scan of the text's runs (:func:`_runs`) joined by a
+    blank; word by word it finds the same, in order: a run holds no whitespace, so the
+    text's runs are its words' runs, and no pattern matches a blank, whose edges
+    (``\\b``, look-arounds) are those of a word's end. The runs of a word are searched
+    joined by a blank too (one scanner, not one per run). Cached (pure): most long
+    words (URLs, paths, tokens) recur across texts, and the pattern tries every
+    alternative at every position."""
+    out: list[tuple[str, str]] = []
+    runs = _runs(word)
     for m in _SECRET_RE.finditer(" ".join(runs)) if runs else ():
         kind = m.lastgroup
         value = m.group()
@@ -143,10 +165,7 @@ def scan(text: str) -> tuple[tuple[str, str], ...]:
             if kind is None:
                 continue
         out.append((kind, value))  # type: ignore[arg-type]
-    if len(out) > 1:
-        # One kind per value: the first (most specific, e.g. bearer over api_key) wins.
-        seen: set[str] = set()
-        out = [kv for kv in out if not (kv[1] in seen or seen.add(kv[1]))]
+    # (An empty result is the shared empty tuple: nothing new for the collector.)
     return tuple(out)
 
 

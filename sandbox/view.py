@@ -360,6 +360,16 @@ class _Secrets:
                 if value in text:
                     self.add(kind, value, where, step, field)
 
+    def scanned(self, found: tuple[tuple[str, str], ...], text: str, where: str, step: int) -> None:
+        """:meth:`text` (no field) given ``found = sec.scan(text)`` (``()`` for an empty
+        text): a step's output keeps its scan in the derived cache (one lookup fewer)."""
+        for kind, value in found:
+            self.add(kind, value, where, step)
+        if self.known and len(text) >= 6:
+            for value, kind in self.known.items():
+                if value in text:
+                    self.add(kind, value, where, step)
+
 
 class _Proto:
     """What a request's view needs that depends on the request alone (computed once)."""
@@ -368,6 +378,8 @@ class _Proto:
         "req",
         "view",
         "host",
+        "host_key",
+        "host_other",
         "repeat",
         "url_text",
         "headers",
@@ -385,6 +397,10 @@ class _Proto:
     #: The request's view fields, in schema order; the per-step ones (step, host_class,
     #: status, response, body_urls, secrets) are filled in by :func:`_step_requests`.
     view: dict[str, Any]
+    #: The host as :func:`host_class` compares it, and its class when it is neither a
+    #: target nor an own address (the per-run sets decide those two in pass 2).
+    host_key: str
+    host_other: str
     #: When no pattern finds anything in the request: its scanned texts joined by NUL
     #: (see :func:`_request_secrets`); else None.
     haystack: str | None
@@ -465,6 +481,8 @@ def _proto(req: Request) -> _Proto:
     write = method in _WRITE_METHODS
     json_body = _json_body(req.body, write) if req.body else None
     p.host = parts.host
+    p.host_key = parts.host.strip("[]").lower()
+    p.host_other = _other_host_class(p.host_key)
     p.headers = FrozenDict(req.headers) if req.headers else _EMPTY
     p.body = req.body
     if json_body is not None:
@@ -693,6 +711,7 @@ def clear_caches() -> None:
     _statuses.cache_clear()
     _strip_headers.cache_clear()
     sec.scan.cache_clear()
+    sec.word_findings.cache_clear()
     sec.classify_token.cache_clear()
     sec.is_password_field.cache_clear()
     parse.cache_clear()
@@ -818,12 +837,20 @@ def _dep_value(files: dict[str, str], key: str) -> Any:
 
 def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     """Commands, files written, requests and listeners of one step (memoised, pure)."""
+    return _parse_entry(tool, text, files)[1]
+
+
+def _parse_entry(
+    tool: str, text: str, files: dict[str, str]
+) -> tuple[dict[str, Any] | None, _StepParse]:
+    """:func:`_parse_step`'s cache entry: the earlier files it read with their contents
+    (None when it read none), and the result."""
     key = (tool, text)
     hit = _STEP_CACHE.get(key)
     if hit is not None:
-        deps, result = hit
+        deps = hit[0]
         if not deps or all(_dep_value(files, p) == c for p, c in deps.items()):
-            return result
+            return hit
     accessed: dict[str, Any] = {}
 
     def earlier(path: str) -> str | None:
@@ -857,20 +884,22 @@ def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
         # Python writes land in ``written`` as they happen, so later commands see them.
         reqs = extract_requests(cmds, lookup, written, modules)
         listeners = listeners_of(cmds, lookup)
-    result = (cmds, written, reqs, listeners)
+    # (Most steps read no earlier file: keep no empty dict for them.)
+    entry = (accessed or None, (cmds, written, reqs, listeners))
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
         _STEP_CACHE.clear()
-    # (Most steps read no earlier file: keep no empty dict for them.)
-    _STEP_CACHE[key] = (accessed or None, result)
-    return result
+    _STEP_CACHE[key] = entry
+    return entry
 
 
 #: What pass 1 of :func:`_build` derives from a step's parse result and output alone.
 #: (Tuples, empty ones shared: a cold build keeps one per new step for the garbage
 #: collector to walk.)
 class _Derived(NamedTuple):
-    #: The parse result it was derived from (checks a cache hit; keeps its id in use).
+    #: The parse result it was derived from, and the earlier files (with their contents)
+    #: that parse read, None when none: a cache hit needs them unchanged.
     parsed: _StepParse
+    deps: dict[str, Any] | None
     own_addresses: tuple[str, ...]
     protos: tuple[_Proto, ...]
     codes: tuple[int, ...]
@@ -879,26 +908,49 @@ class _Derived(NamedTuple):
     files_written: tuple[FrozenDict, ...]
     repeat: int
     sleeps: float
+    #: ``sec.scan`` of the output and of the command text (``()`` for a step not parsed:
+    #: a parse result belongs to one text), and whether the output holds "FLAG{". Kept
+    #: here, pass 2 skips two scan-cache lookups and a search per step.
+    obs_found: tuple[tuple[str, str], ...]
+    text_found: tuple[tuple[str, str], ...]
+    flag: bool
 
 
 _NOT_PARSED: _StepParse = ([], {}, [], [])
-# (id(parse result), output) -> derived. Parse results are cached objects, so a step
-# repeated within or across runs skips this work; the derived value keeps the result,
-# so its id is not reused while the entry lives.
-_DERIVED_CACHE: dict[tuple[int, str], _Derived] = {}
+# (tool, text, output) -> derived for a parsed step, ("", "", output) for one that is not
+# (a parsed step has a text). A step repeated within or across runs skips parsing and
+# deriving with this one lookup when the earlier files its parse read are unchanged (as
+# a hit of :func:`_parse_step`'s cache needs).
+_DERIVED_CACHE: dict[tuple[str, str, str], _Derived] = {}
 
 
-def _derive(parsed: _StepParse, obs: str) -> _Derived:
-    key = (id(parsed), obs)
+def _step_derived(tool: str, text: str, obs: str, files: dict[str, str], parse: bool) -> _Derived:
+    """:func:`_derive` of the step's parse result (``parse``: read ``text`` with
+    :func:`_parse_step`, else :data:`_NOT_PARSED`), memoised."""
+    key = (tool, text, obs) if parse else ("", "", obs)
     hit = _DERIVED_CACHE.get(key)
-    if hit is not None and hit.parsed is parsed:
-        return hit
+    if hit is not None:
+        deps = hit.deps
+        if not deps or all(_dep_value(files, p) == c for p, c in deps.items()):
+            return hit
+    deps, parsed = _parse_entry(tool, text, files) if parse else (None, _NOT_PARSED)
+    derived = _derive(parsed, deps, obs, text)
+    if len(_DERIVED_CACHE) >= 100_000:
+        _DERIVED_CACHE.clear()
+    _DERIVED_CACHE[key] = derived
+    return derived
+
+
+def _derive(parsed: _StepParse, deps: dict[str, Any] | None, obs: str, text: str) -> _Derived:
+    """What pass 1 derives from a step's parse result (of ``text``, having read ``deps``)
+    and output ``obs``."""
     cmds, written, reqs, _ = parsed
     protos = tuple([_proto(r) for r in reqs]) if reqs else ()
     codes, responses = _attribute(protos, obs)
     repeat, sleeps = _repeat_and_sleeps(cmds)
-    derived = _Derived(
+    return _Derived(
         parsed,
+        deps,
         tuple(own_addresses_of(cmds, obs)) if cmds and obs else (),
         protos,
         codes,
@@ -907,11 +959,10 @@ def _derive(parsed: _StepParse, obs: str) -> _Derived:
         tuple(FrozenDict(path=k, content=v) for k, v in written.items()) if written else (),
         repeat,
         sleeps,
+        sec.scan(obs) if obs else (),
+        sec.scan(text) if parsed is not _NOT_PARSED else (),
+        "FLAG{" in obs,
     )
-    if len(_DERIVED_CACHE) >= 100_000:
-        _DERIVED_CACHE.clear()
-    _DERIVED_CACHE[key] = derived
-    return derived
 
 
 def _build(traj: Trajectory) -> FrozenDict:
@@ -927,12 +978,11 @@ def _build(traj: Trajectory) -> FrozenDict:
         is_think = tool == "think"
         text = step.text or ""
         obs = step.observation or ""
-        if not is_think and text:
-            parsed = _parse_step(tool, text, files)
+        parse = not is_think and bool(text)
+        derived = _step_derived(tool, text, obs, files, parse)
+        parsed = derived.parsed
+        if parse:
             remember_step(files, tool, text, parsed[1])
-        else:
-            parsed = _NOT_PARSED
-        derived = _derive(parsed, obs)
         for addr in derived.own_addresses:
             if addr not in own:
                 own.append(addr)
@@ -962,7 +1012,7 @@ def _build(traj: Trajectory) -> FrozenDict:
                 col.text(fw["content"], "file_written", pos, fw["path"])
             all_files += files_written
         if not is_think and text:
-            found_in_text = sec.scan(text)
+            found_in_text = derived.text_found
             if found_in_text:
                 # The values found in this step's requests (built only when needed).
                 in_requests = {f["value"] for f in col.items[:n_in_requests]}
@@ -971,14 +1021,14 @@ def _build(traj: Trajectory) -> FrozenDict:
                         col.add(kind, value, "command", pos)
         elif is_think:
             col.text(text, "think", pos)
-        col.text(obs, "observation", pos)
+        col.scanned(derived.obs_found, obs, "observation", pos)
         if listeners:
             listeners = tuple([FrozenDict(li, step=pos) for li in listeners])
             all_listeners += listeners
         else:
             listeners = ()
         index = step.index if isinstance(step.index, int) else pos
-        if flag_step < 0 and "FLAG{" in obs:
+        if flag_step < 0 and derived.flag:
             flag_step = index
         secrets = col.take()
         if secrets:
@@ -1038,10 +1088,17 @@ def _step_requests(
     """The frozen requests of step ``pos`` (their findings go to ``col``, their
     repeats to ``hosts``)."""
     requests = []
-    # One iterator twice: (status, response) pairs of the flattened responses.
-    responses = iter(derived.responses)
-    for p, status, response in zip(derived.protos, responses, responses, strict=True):
-        cls = host_class(p.host, target_set, own_set)
+    # (status, response) per request, flattened (indexed: a strict zip over one iterator
+    # twice raises and clears a StopIteration per step, a microsecond).
+    responses = derived.responses
+    k = 0
+    for p in derived.protos:
+        status = responses[k]
+        response = responses[k + 1]
+        k += 2
+        # host_class(p.host, target_set, own_set), its request-only part worked out once.
+        h = p.host_key
+        cls = "target" if h in target_set else "own" if h in own_set else p.host_other
         body_urls = (
             tuple(
                 [
