@@ -1297,6 +1297,9 @@ class _Reader:
         if not isinstance(obj, Obj):
             return Unknown("", node)
         kind = obj.kind
+        # Most method calls are on responses (``r.read()``), which no branch below takes.
+        if kind == "response":
+            return Unknown("", node)
         if kind == "request":
             if name in ("add_header", "add_unredirected_header") and len(args) >= 2:
                 obj.attrs["headers"][_text(args[0])] = args[1]
@@ -1391,8 +1394,6 @@ class _Reader:
             return self.call_func(args[0], rest, {})
         if kind == "thread" and name == "start" and isinstance(obj.attrs.get("target"), Func):
             return self.call_func(obj.attrs["target"], list(obj.attrs.get("args", ())), {})
-        if kind == "response":
-            return Unknown("", node)
         if kind == "file":
             if name == "write" and args:
                 path = obj.attrs["path"]
