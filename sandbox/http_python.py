@@ -1051,6 +1051,34 @@ class _Reader:
             return self.make_request(args, kwargs)
         if last == "urlopen" and lib in ("urllib", "urllib2", "urlopen"):
             return self.urlopen(args, kwargs)
+        # JSON next: the commonest calls after urlopen / Request (no branch above takes them).
+        if name == "json.dump" and len(args) >= 2:
+            target = args[1]
+            if isinstance(target, Obj) and target.kind == "file":
+                path = target.attrs["path"]
+                try:
+                    text = json.dumps(_plain(args[0]))
+                except (TypeError, ValueError):
+                    text = ""
+                self.written[path] = self.written.get(path, "") + text
+            return None
+        if name in ("json.dumps",):
+            try:
+                return json.dumps(
+                    _plain(args[0]),
+                    **{
+                        k: v
+                        for k, v in kwargs.items()
+                        if k in ("indent", "separators", "sort_keys")
+                    },
+                )
+            except (TypeError, ValueError, IndexError):
+                return Unknown("json")
+        if name == "json.loads" and args and isinstance(args[0], str):
+            try:
+                return json.loads(args[0])
+            except ValueError:
+                return Unknown("json")
         if name in (
             "urllib.request.build_opener",
             "urllib2.build_opener",
@@ -1131,33 +1159,6 @@ class _Reader:
             sock = Obj("socket", host=None, port=None)
             self.connect(sock, addr)
             return sock
-        if name == "json.dump" and len(args) >= 2:
-            target = args[1]
-            if isinstance(target, Obj) and target.kind == "file":
-                path = target.attrs["path"]
-                try:
-                    text = json.dumps(_plain(args[0]))
-                except (TypeError, ValueError):
-                    text = ""
-                self.written[path] = self.written.get(path, "") + text
-            return None
-        if name in ("json.dumps",):
-            try:
-                return json.dumps(
-                    _plain(args[0]),
-                    **{
-                        k: v
-                        for k, v in kwargs.items()
-                        if k in ("indent", "separators", "sort_keys")
-                    },
-                )
-            except (TypeError, ValueError, IndexError):
-                return Unknown("json")
-        if name == "json.loads" and args and isinstance(args[0], str):
-            try:
-                return json.loads(args[0])
-            except ValueError:
-                return Unknown("json")
         if name in ("urllib.parse.urlencode", "urllib.urlencode") and args:
             data = args[0]
             if isinstance(data, dict):
