@@ -617,6 +617,82 @@ class _Reader:
             return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
         if kind is _Call:
             return self.call(node, env)  # type: ignore[arg-type]
+        if kind is _Dict:
+            d: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values, strict=True):
+                if k is None:
+                    inner = self.expr(v, env)
+                    if isinstance(inner, dict):
+                        d.update(inner)
+                    continue
+                key = self.expr(k, env)
+                d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = (
+                    self.expr(v, env)
+                )
+            return d
+        if kind is _Compare:
+            left = self.expr(node.left, env)
+            rights = [self.expr(c, env) for c in node.comparators]
+            if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+                same = _identical(left, rights[0])
+                if same is not None:
+                    return same if isinstance(node.ops[0], ast.Is) else not same
+                return Unknown("", node)
+            if len(rights) == 1 and _known(left) and _known(rights[0]):
+                try:
+                    return _compare(node.ops[0], left, rights[0])
+                except TypeError:
+                    return Unknown("", node)
+            return Unknown("", node)
+        if kind is _List or kind is _Tuple or kind is _Set:
+            items: list[Any] = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    inner = self.expr(e.value, env)
+                    items.extend(inner if isinstance(inner, (list, tuple)) else [inner])
+                else:
+                    items.append(self.expr(e, env))
+            return tuple(items) if isinstance(node, ast.Tuple) else items
+        if kind is _IfExp:
+            test = _truth(self.expr(node.test, env))
+            if test is not None:
+                return self.expr(node.body if test else node.orelse, env)
+            body = self.expr(node.body, env)
+            self.expr(node.orelse, env)
+            return body
+        if kind is _BinOp:
+            return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
+        if kind is _Subscript:
+            obj = self.expr(node.value, env)
+            key = self.expr(node.slice, env)
+            try:
+                if (
+                    isinstance(obj, (dict, list, tuple, str))
+                    and _known(key)
+                    and not isinstance(key, (dict, list))
+                ):
+                    return obj[key]
+            except (KeyError, IndexError, TypeError, ValueError):
+                pass
+            return Unknown("", node)
+        if kind is _BoolOp:
+            vals = [self.expr(v, env) for v in node.values]
+            if isinstance(node.op, ast.Or):
+                # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
+                for v in vals:
+                    t = _truth(v)
+                    if t is None:
+                        return v
+                    if t:
+                        return v
+                return vals[-1]
+            for v in vals:
+                t = _truth(v)
+                if t is None and not _known(v) and not isinstance(v, Unknown):
+                    continue  # objects (sessions, responses) are true
+                if t is not True:
+                    return v
+            return vals[-1]
         if kind is _JoinedStr:
             parts = []
             for v in node.values:
@@ -639,43 +715,6 @@ class _Reader:
                     else:
                         parts.append(_text(val))
             return "".join(parts)
-        if kind is _BinOp:
-            return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
-        if kind is _Dict:
-            d: dict[Any, Any] = {}
-            for k, v in zip(node.keys, node.values, strict=True):
-                if k is None:
-                    inner = self.expr(v, env)
-                    if isinstance(inner, dict):
-                        d.update(inner)
-                    continue
-                key = self.expr(k, env)
-                d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = (
-                    self.expr(v, env)
-                )
-            return d
-        if kind is _List or kind is _Tuple or kind is _Set:
-            items: list[Any] = []
-            for e in node.elts:
-                if isinstance(e, ast.Starred):
-                    inner = self.expr(e.value, env)
-                    items.extend(inner if isinstance(inner, (list, tuple)) else [inner])
-                else:
-                    items.append(self.expr(e, env))
-            return tuple(items) if isinstance(node, ast.Tuple) else items
-        if kind is _Subscript:
-            obj = self.expr(node.value, env)
-            key = self.expr(node.slice, env)
-            try:
-                if (
-                    isinstance(obj, (dict, list, tuple, str))
-                    and _known(key)
-                    and not isinstance(key, (dict, list))
-                ):
-                    return obj[key]
-            except (KeyError, IndexError, TypeError, ValueError):
-                pass
-            return Unknown("", node)
         if kind is _Slice:
             # ``sys.argv[4:]``, ``parts[1:-1]``: a slice with known integer bounds
             parts = (node.lower, node.upper, node.step)
@@ -687,45 +726,6 @@ class _Reader:
             return self.comprehension(node, env)
         if kind is _DictComp:
             self.comprehension(node, env)
-            return Unknown("", node)
-        if kind is _IfExp:
-            test = _truth(self.expr(node.test, env))
-            if test is not None:
-                return self.expr(node.body if test else node.orelse, env)
-            body = self.expr(node.body, env)
-            self.expr(node.orelse, env)
-            return body
-        if kind is _BoolOp:
-            vals = [self.expr(v, env) for v in node.values]
-            if isinstance(node.op, ast.Or):
-                # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
-                for v in vals:
-                    t = _truth(v)
-                    if t is None:
-                        return v
-                    if t:
-                        return v
-                return vals[-1]
-            for v in vals:
-                t = _truth(v)
-                if t is None and not _known(v) and not isinstance(v, Unknown):
-                    continue  # objects (sessions, responses) are true
-                if t is not True:
-                    return v
-            return vals[-1]
-        if kind is _Compare:
-            left = self.expr(node.left, env)
-            rights = [self.expr(c, env) for c in node.comparators]
-            if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
-                same = _identical(left, rights[0])
-                if same is not None:
-                    return same if isinstance(node.ops[0], ast.Is) else not same
-                return Unknown("", node)
-            if len(rights) == 1 and _known(left) and _known(rights[0]):
-                try:
-                    return _compare(node.ops[0], left, rights[0])
-                except TypeError:
-                    return Unknown("", node)
             return Unknown("", node)
         if kind is _UnaryOp:
             v = self.expr(node.operand, env)
@@ -884,8 +884,9 @@ class _Reader:
 
     # ------------------------------------------------------------------ calls
     def call(self, node: ast.Call, env: dict[str, Any]) -> Any:
-        func = self.expr(node.func, env)
-        if type(node.func) is _Name and node.func.id == "exec" and "exec" not in env:
+        f = node.func
+        func = self.expr(f, env)
+        if type(f) is _Name and f.id == "exec" and "exec" not in env:
             # exec(open("/tmp/client.py").read()): the file's code runs in these globals.
             code = self.expr(node.args[0], env) if node.args else None
             body = _parse_body(code) if isinstance(code, str) else None
