@@ -73,6 +73,7 @@ class Unknown:
 
     __slots__ = ("_text", "_node")
 
+    # Callers pass ``node`` by position: a keyword makes each construction twice as slow.
     def __init__(self, text: str = "", node: ast.AST | None = None):
         self._text = text
         self._node = node
@@ -240,6 +241,50 @@ def _plain(v: Any) -> Any:
 #: ``try: ... except* E:`` (Python 3.11+), read like ``try``.
 _TRY_STAR = getattr(ast, "TryStar", None)
 
+# The node classes ``stmt``, ``expr`` and ``call`` test for, bound once: a module global
+# costs one lookup where ``ast.X`` costs two, and reading a node makes several tests.
+_AnnAssign = ast.AnnAssign
+_Assign = ast.Assign
+_AsyncFor = ast.AsyncFor
+_AsyncFunctionDef = ast.AsyncFunctionDef
+_AsyncWith = ast.AsyncWith
+_Attribute = ast.Attribute
+_AugAssign = ast.AugAssign
+_Await = ast.Await
+_BinOp = ast.BinOp
+_BoolOp = ast.BoolOp
+_Call = ast.Call
+_ClassDef = ast.ClassDef
+_Compare = ast.Compare
+_Constant = ast.Constant
+_Dict = ast.Dict
+_DictComp = ast.DictComp
+_Expr = ast.Expr
+_For = ast.For
+_FunctionDef = ast.FunctionDef
+_GeneratorExp = ast.GeneratorExp
+_If = ast.If
+_IfExp = ast.IfExp
+_Import = ast.Import
+_ImportFrom = ast.ImportFrom
+_JoinedStr = ast.JoinedStr
+_Lambda = ast.Lambda
+_List = ast.List
+_ListComp = ast.ListComp
+_Name = ast.Name
+_NamedExpr = ast.NamedExpr
+_ReturnStmt = ast.Return
+_Set = ast.Set
+_SetComp = ast.SetComp
+_Slice = ast.Slice
+_Starred = ast.Starred
+_Subscript = ast.Subscript
+_Try = ast.Try
+_Tuple = ast.Tuple
+_UnaryOp = ast.UnaryOp
+_While = ast.While
+_With = ast.With
+
 _OPAQUE = (Unknown, Mod, Obj, Bound, Func, LocalMod, Cls, Instance, Super)
 
 
@@ -296,8 +341,9 @@ class _Reader:
     # ------------------------------------------------------------------ statements
     def run(self, body: list[ast.stmt], env: dict[str, Any]) -> None:
         for stmt in body:
-            self.steps += 1
-            if self.steps > self.budget:
+            steps = self.steps + 1
+            self.steps = steps
+            if steps > self.budget:
                 raise _Budget
             self.stmt(stmt, env)
 
@@ -305,21 +351,21 @@ class _Reader:
         # Exact-type tests (the parser makes no subclasses), commonest first; the
         # handling stays inline so that nesting costs the same stack depth as before.
         kind = type(node)
-        if kind is ast.Assign:
+        if kind is _Assign:
             value = self.expr(node.value, env)  # type: ignore[attr-defined]
             for target in node.targets:  # type: ignore[attr-defined]
                 self.assign(target, value, env)
-        elif kind is ast.Expr:
+        elif kind is _Expr:
             self.expr(node.value, env)  # type: ignore[attr-defined]
-        elif kind is ast.Import or kind is ast.ImportFrom:
+        elif kind is _Import or kind is _ImportFrom:
             self.imports(node, env)  # type: ignore[arg-type]
-        elif kind is ast.With or kind is ast.AsyncWith:
+        elif kind is _With or kind is _AsyncWith:
             for item in node.items:  # type: ignore[attr-defined]
                 val = self.expr(item.context_expr, env)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, val, env)
             self.run(node.body, env)  # type: ignore[attr-defined]
-        elif kind is ast.Try or kind is _TRY_STAR:
+        elif kind is _Try or kind is _TRY_STAR:
             self.run(node.body, env)  # type: ignore[attr-defined]
             for h in node.handlers:  # type: ignore[attr-defined]
                 if h.name:
@@ -327,31 +373,31 @@ class _Reader:
                 self.run(h.body, env)
             self.run(node.orelse, env)  # type: ignore[attr-defined]
             self.run(node.finalbody, env)  # type: ignore[attr-defined]
-        elif kind is ast.If:
+        elif kind is _If:
             test = _truth(self.expr(node.test, env))  # type: ignore[attr-defined]
             if test is not None:
                 self.run(node.body if test else node.orelse, env)  # type: ignore[attr-defined]
             else:
                 self.run(node.body, env)  # type: ignore[attr-defined]
                 self.run(node.orelse, env)  # type: ignore[attr-defined]
-        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+        elif kind is _FunctionDef or kind is _AsyncFunctionDef:
             env[node.name] = Func(node, env)  # type: ignore[attr-defined,arg-type]
-        elif kind is ast.Return:
+        elif kind is _ReturnStmt:
             raise _Return(self.expr(node.value, env) if node.value is not None else None)  # type: ignore[attr-defined]
-        elif kind is ast.For or kind is ast.AsyncFor:
+        elif kind is _For or kind is _AsyncFor:
             self.for_loop(node.target, node.iter, node.body, env)  # type: ignore[attr-defined]
             self.run(node.orelse, env)  # type: ignore[attr-defined]
-        elif kind is ast.ClassDef:
+        elif kind is _ClassDef:
             env[node.name] = self.class_def(node, env)  # type: ignore[attr-defined,arg-type]
-        elif kind is ast.AnnAssign:
+        elif kind is _AnnAssign:
             if node.value is not None:  # type: ignore[attr-defined]
                 self.assign(node.target, self.expr(node.value, env), env)  # type: ignore[attr-defined]
-        elif kind is ast.AugAssign:
+        elif kind is _AugAssign:
             target = node.target  # type: ignore[attr-defined]
             cur = self.expr(target, env) if isinstance(target, ast.Name) else Unknown("?")
             val = self.binop(node.op, cur, self.expr(node.value, env))  # type: ignore[attr-defined]
             self.assign(target, val, env)
-        elif kind is ast.While:
+        elif kind is _While:
             if _truth(self.expr(node.test, env)) is not False:  # type: ignore[attr-defined]
                 self.while_loop(node, env)  # type: ignore[arg-type]
             self.run(node.orelse, env)  # type: ignore[attr-defined]
@@ -365,7 +411,7 @@ class _Reader:
                     self.assign(t, v, env)
             else:
                 for t in target.elts:
-                    self.assign(t, Unknown(node=t), env)
+                    self.assign(t, Unknown("", t), env)
         elif isinstance(target, ast.Subscript):
             obj = self.expr(target.value, env)
             key = self.expr(target.slice, env)
@@ -500,7 +546,7 @@ class _Reader:
         self.mult = min(self.mult * count, _MAX_REPEAT)
         self.mult_known = self.mult_known and known
         try:
-            self.assign(target, items[0] if items else Unknown(node=target), env)
+            self.assign(target, items[0] if items else Unknown("", target), env)
             self.run(body, env)
         except _LoopExit:
             pass
@@ -552,25 +598,102 @@ class _Reader:
     def expr(self, node: ast.expr | None, env: dict[str, Any]) -> Any:
         if node is None:
             return None
-        self.steps += 1
-        if self.steps > self.budget:
+        steps = self.steps + 1
+        self.steps = steps
+        if steps > self.budget:
             raise _Budget
         # Exact-type tests (the parser makes no subclasses), commonest first; the
         # handling stays inline so that nesting costs the same stack depth as before.
         kind = type(node)
-        if kind is ast.Name:
+        if kind is _Name:
             name = node.id  # type: ignore[attr-defined]
             if name in env:
                 return env[name]
             return _BUILTINS[name] if name in _BUILTINS else Unknown(name)
-        if kind is ast.Attribute:
+        if kind is _Attribute:
             return self.attribute(self.expr(node.value, env), node.attr, node)  # type: ignore[attr-defined]
-        if kind is ast.Constant:
+        if kind is _Constant:
             v = node.value  # type: ignore[attr-defined]
             return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-        if kind is ast.Call:
+        if kind is _Call:
             return self.call(node, env)  # type: ignore[arg-type]
-        if kind is ast.JoinedStr:
+        if kind is _Dict:
+            d: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values, strict=True):
+                if k is None:
+                    inner = self.expr(v, env)
+                    if isinstance(inner, dict):
+                        d.update(inner)
+                    continue
+                key = self.expr(k, env)
+                d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = (
+                    self.expr(v, env)
+                )
+            return d
+        if kind is _Compare:
+            left = self.expr(node.left, env)
+            rights = [self.expr(c, env) for c in node.comparators]
+            if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+                same = _identical(left, rights[0])
+                if same is not None:
+                    return same if isinstance(node.ops[0], ast.Is) else not same
+                return Unknown("", node)
+            if len(rights) == 1 and _known(left) and _known(rights[0]):
+                try:
+                    return _compare(node.ops[0], left, rights[0])
+                except TypeError:
+                    return Unknown("", node)
+            return Unknown("", node)
+        if kind is _List or kind is _Tuple or kind is _Set:
+            items: list[Any] = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    inner = self.expr(e.value, env)
+                    items.extend(inner if isinstance(inner, (list, tuple)) else [inner])
+                else:
+                    items.append(self.expr(e, env))
+            return tuple(items) if isinstance(node, ast.Tuple) else items
+        if kind is _IfExp:
+            test = _truth(self.expr(node.test, env))
+            if test is not None:
+                return self.expr(node.body if test else node.orelse, env)
+            body = self.expr(node.body, env)
+            self.expr(node.orelse, env)
+            return body
+        if kind is _BinOp:
+            return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
+        if kind is _Subscript:
+            obj = self.expr(node.value, env)
+            key = self.expr(node.slice, env)
+            try:
+                if (
+                    isinstance(obj, (dict, list, tuple, str))
+                    and _known(key)
+                    and not isinstance(key, (dict, list))
+                ):
+                    return obj[key]
+            except (KeyError, IndexError, TypeError, ValueError):
+                pass
+            return Unknown("", node)
+        if kind is _BoolOp:
+            vals = [self.expr(v, env) for v in node.values]
+            if isinstance(node.op, ast.Or):
+                # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
+                for v in vals:
+                    t = _truth(v)
+                    if t is None:
+                        return v
+                    if t:
+                        return v
+                return vals[-1]
+            for v in vals:
+                t = _truth(v)
+                if t is None and not _known(v) and not isinstance(v, Unknown):
+                    continue  # objects (sessions, responses) are true
+                if t is not True:
+                    return v
+            return vals[-1]
+        if kind is _JoinedStr:
             parts = []
             for v in node.values:
                 if isinstance(v, ast.Constant):
@@ -592,110 +715,34 @@ class _Reader:
                     else:
                         parts.append(_text(val))
             return "".join(parts)
-        if kind is ast.BinOp:
-            return self.binop(node.op, self.expr(node.left, env), self.expr(node.right, env))
-        if kind is ast.Dict:
-            d: dict[Any, Any] = {}
-            for k, v in zip(node.keys, node.values, strict=True):
-                if k is None:
-                    inner = self.expr(v, env)
-                    if isinstance(inner, dict):
-                        d.update(inner)
-                    continue
-                key = self.expr(k, env)
-                d[key if _known(key) and not isinstance(key, (dict, list)) else _text(key)] = (
-                    self.expr(v, env)
-                )
-            return d
-        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
-            items: list[Any] = []
-            for e in node.elts:
-                if isinstance(e, ast.Starred):
-                    inner = self.expr(e.value, env)
-                    items.extend(inner if isinstance(inner, (list, tuple)) else [inner])
-                else:
-                    items.append(self.expr(e, env))
-            return tuple(items) if isinstance(node, ast.Tuple) else items
-        if kind is ast.Subscript:
-            obj = self.expr(node.value, env)
-            key = self.expr(node.slice, env)
-            try:
-                if (
-                    isinstance(obj, (dict, list, tuple, str))
-                    and _known(key)
-                    and not isinstance(key, (dict, list))
-                ):
-                    return obj[key]
-            except (KeyError, IndexError, TypeError, ValueError):
-                pass
-            return Unknown(node=node)
-        if kind is ast.Slice:
+        if kind is _Slice:
             # ``sys.argv[4:]``, ``parts[1:-1]``: a slice with known integer bounds
             parts = (node.lower, node.upper, node.step)
             bounds = [None if b is None else self.expr(b, env) for b in parts]
             if all(b is None or type(b) is int for b in bounds) and bounds[2] != 0:
                 return slice(*bounds)
             return Unknown("slice")
-        if kind is ast.ListComp or kind is ast.GeneratorExp or kind is ast.SetComp:
+        if kind is _ListComp or kind is _GeneratorExp or kind is _SetComp:
             return self.comprehension(node, env)
-        if kind is ast.DictComp:
+        if kind is _DictComp:
             self.comprehension(node, env)
-            return Unknown(node=node)
-        if kind is ast.IfExp:
-            test = _truth(self.expr(node.test, env))
-            if test is not None:
-                return self.expr(node.body if test else node.orelse, env)
-            body = self.expr(node.body, env)
-            self.expr(node.orelse, env)
-            return body
-        if kind is ast.BoolOp:
-            vals = [self.expr(v, env) for v in node.values]
-            if isinstance(node.op, ast.Or):
-                # ``headers or {}``, ``os.environ.get("BASE") or "http://app:5000"``
-                for v in vals:
-                    t = _truth(v)
-                    if t is None:
-                        return v
-                    if t:
-                        return v
-                return vals[-1]
-            for v in vals:
-                t = _truth(v)
-                if t is None and not _known(v) and not isinstance(v, Unknown):
-                    continue  # objects (sessions, responses) are true
-                if t is not True:
-                    return v
-            return vals[-1]
-        if kind is ast.Compare:
-            left = self.expr(node.left, env)
-            rights = [self.expr(c, env) for c in node.comparators]
-            if len(rights) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
-                same = _identical(left, rights[0])
-                if same is not None:
-                    return same if isinstance(node.ops[0], ast.Is) else not same
-                return Unknown(node=node)
-            if len(rights) == 1 and _known(left) and _known(rights[0]):
-                try:
-                    return _compare(node.ops[0], left, rights[0])
-                except TypeError:
-                    return Unknown(node=node)
-            return Unknown(node=node)
-        if kind is ast.UnaryOp:
+            return Unknown("", node)
+        if kind is _UnaryOp:
             v = self.expr(node.operand, env)
             if isinstance(node.op, ast.USub) and isinstance(v, (int, float)):
                 return -v
             if isinstance(node.op, ast.Not) and (t := _truth(v)) is not None:
                 return not t
-            return Unknown(node=node)
-        if kind is ast.Lambda:
+            return Unknown("", node)
+        if kind is _Lambda:
             return Func(node, env)
-        if kind is ast.NamedExpr:
+        if kind is _NamedExpr:
             v = self.expr(node.value, env)
             self.assign(node.target, v, env)
             return v
-        if kind is ast.Await:
+        if kind is _Await:
             return self.expr(node.value, env)
-        return Unknown(node=node)
+        return Unknown("", node)
 
     def comprehension(
         self,
@@ -724,7 +771,7 @@ class _Reader:
             elif count:
                 self.mult = min(self.mult * count, _MAX_REPEAT)
                 self.mult_known = self.mult_known and known
-                self.assign(gen.target, items[0] if items else Unknown(node=gen.target), local)
+                self.assign(gen.target, items[0] if items else Unknown("", gen.target), local)
                 walk(k + 1)
 
         try:
@@ -803,11 +850,11 @@ class _Reader:
                 return obj.attrs["url"]
             return Bound(obj, name)
         if kind is Unknown:
-            return Unknown(node=node)
+            return Unknown("", node)
         if kind is LocalMod:
             if name in obj.env:
                 return obj.env[name]
-            return self.local_module(f"{obj.name}.{name}") or Unknown(node=node)
+            return self.local_module(f"{obj.name}.{name}") or Unknown("", node)
         if kind is Instance:
             if name in obj.attrs:
                 return obj.attrs[name]
@@ -830,15 +877,16 @@ class _Reader:
             return Bound(obj, name)
         if kind is Cls:
             found = obj.lookup(name)
-            return found if found is not None else Unknown(node=node)
+            return found if found is not None else Unknown("", node)
         if isinstance(obj, (str, dict, list, bytes)):
             return Bound(obj, name)
-        return Unknown(node=node)
+        return Unknown("", node)
 
     # ------------------------------------------------------------------ calls
     def call(self, node: ast.Call, env: dict[str, Any]) -> Any:
-        func = self.expr(node.func, env)
-        if type(node.func) is ast.Name and node.func.id == "exec" and "exec" not in env:
+        f = node.func
+        func = self.expr(f, env)
+        if type(f) is _Name and f.id == "exec" and "exec" not in env:
             # exec(open("/tmp/client.py").read()): the file's code runs in these globals.
             code = self.expr(node.args[0], env) if node.args else None
             body = _parse_body(code) if isinstance(code, str) else None
@@ -853,7 +901,7 @@ class _Reader:
             return None
         args: list[Any] = []
         for a in node.args:
-            if type(a) is ast.Starred:
+            if type(a) is _Starred:
                 v = self.expr(a.value, env)
                 args.extend(v if isinstance(v, (list, tuple)) else [v])
             else:
@@ -894,8 +942,8 @@ class _Reader:
             try:
                 return func(self, args, kwargs)
             except (TypeError, ValueError, IndexError, KeyError, OverflowError):
-                return Unknown(node=node)
-        return Unknown(node=node)
+                return Unknown("", node)
+        return Unknown("", node)
 
     def instantiate(self, cls: Cls, args: list[Any], kwargs: dict[str, Any]) -> Instance:
         base = cls.session_base()
@@ -1004,6 +1052,34 @@ class _Reader:
             return self.make_request(args, kwargs)
         if last == "urlopen" and lib in ("urllib", "urllib2", "urlopen"):
             return self.urlopen(args, kwargs)
+        # JSON next: the commonest calls after urlopen / Request (no branch above takes them).
+        if name == "json.dump" and len(args) >= 2:
+            target = args[1]
+            if isinstance(target, Obj) and target.kind == "file":
+                path = target.attrs["path"]
+                try:
+                    text = json.dumps(_plain(args[0]))
+                except (TypeError, ValueError):
+                    text = ""
+                self.written[path] = self.written.get(path, "") + text
+            return None
+        if name in ("json.dumps",):
+            try:
+                return json.dumps(
+                    _plain(args[0]),
+                    **{
+                        k: v
+                        for k, v in kwargs.items()
+                        if k in ("indent", "separators", "sort_keys")
+                    },
+                )
+            except (TypeError, ValueError, IndexError):
+                return Unknown("json")
+        if name == "json.loads" and args and isinstance(args[0], str):
+            try:
+                return json.loads(args[0])
+            except ValueError:
+                return Unknown("json")
         if name in (
             "urllib.request.build_opener",
             "urllib2.build_opener",
@@ -1084,33 +1160,6 @@ class _Reader:
             sock = Obj("socket", host=None, port=None)
             self.connect(sock, addr)
             return sock
-        if name == "json.dump" and len(args) >= 2:
-            target = args[1]
-            if isinstance(target, Obj) and target.kind == "file":
-                path = target.attrs["path"]
-                try:
-                    text = json.dumps(_plain(args[0]))
-                except (TypeError, ValueError):
-                    text = ""
-                self.written[path] = self.written.get(path, "") + text
-            return None
-        if name in ("json.dumps",):
-            try:
-                return json.dumps(
-                    _plain(args[0]),
-                    **{
-                        k: v
-                        for k, v in kwargs.items()
-                        if k in ("indent", "separators", "sort_keys")
-                    },
-                )
-            except (TypeError, ValueError, IndexError):
-                return Unknown("json")
-        if name == "json.loads" and args and isinstance(args[0], str):
-            try:
-                return json.loads(args[0])
-            except ValueError:
-                return Unknown("json")
         if name in ("urllib.parse.urlencode", "urllib.urlencode") and args:
             data = args[0]
             if isinstance(data, dict):
@@ -1148,7 +1197,7 @@ class _Reader:
                     if fn2:
                         return fn2(args[0] + "==").decode("utf-8", "replace")
             except (ValueError, UnicodeError):
-                return Unknown(node=node)
+                return Unknown("", node)
         if name in (
             "concurrent.futures.ThreadPoolExecutor",
             "concurrent.futures.ProcessPoolExecutor",
@@ -1170,7 +1219,7 @@ class _Reader:
             return "abcdefghijklmnopqrstuvwxyz"
         if name == "itertools.product" and args:
             return self.product(args, kwargs)
-        return Unknown(node=node)
+        return Unknown("", node)
 
     def shell_out(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """``subprocess.run(["curl", ...])`` / ``os.system("curl ...")``: the shell's requests."""
@@ -1238,7 +1287,7 @@ class _Reader:
                 return list(getattr(obj, name)())
             if name == "setdefault" and args:
                 return obj.setdefault(args[0], args[1] if len(args) > 1 else None)
-            return Unknown(node=node)
+            return Unknown("", node)
         if isinstance(obj, list):
             if name == "append" and args:
                 obj.append(args[0])
@@ -1248,8 +1297,11 @@ class _Reader:
                 obj.insert(args[0], args[1])
             return None
         if not isinstance(obj, Obj):
-            return Unknown(node=node)
+            return Unknown("", node)
         kind = obj.kind
+        # Most method calls are on responses (``r.read()``), which no branch below takes.
+        if kind == "response":
+            return Unknown("", node)
         if kind == "request":
             if name in ("add_header", "add_unredirected_header") and len(args) >= 2:
                 obj.attrs["headers"][_text(args[0])] = args[1]
@@ -1265,7 +1317,7 @@ class _Reader:
             if name in ("parse_args", "parse_known_args"):
                 ns = _parse_cli(obj.attrs["specs"], self.argv)
                 return (ns, []) if name == "parse_known_args" else ns
-            return Unknown(node=node)
+            return Unknown("", node)
         if kind == "session":
             if name in _METHODS:
                 return self.send_lib(
@@ -1281,7 +1333,7 @@ class _Reader:
                 return self.send_lib(
                     obj.attrs["lib"], _text(method).upper(), url, kwargs, obj.attrs
                 )
-            return Unknown(node=node)
+            return Unknown("", node)
         if kind == "conn":
             if name == "request":
                 method = _text(args[0]) if args else _text(kwargs.get("method", "GET"))
@@ -1344,17 +1396,15 @@ class _Reader:
             return self.call_func(args[0], rest, {})
         if kind == "thread" and name == "start" and isinstance(obj.attrs.get("target"), Func):
             return self.call_func(obj.attrs["target"], list(obj.attrs.get("args", ())), {})
-        if kind == "response":
-            return Unknown(node=node)
         if kind == "file":
             if name == "write" and args:
                 path = obj.attrs["path"]
                 self.written[path] = self.written.get(path, "") + _text(args[0])
             elif name == "read":
                 content = self.files(obj.attrs["path"])
-                return content if content is not None else Unknown(node=node)
+                return content if content is not None else Unknown("", node)
             return None
-        return Unknown(node=node)
+        return Unknown("", node)
 
     def map_func(
         self,
@@ -2215,6 +2265,7 @@ def clear_caches() -> None:
     _CHUNKS.clear()
     _GLOBALS.clear()
     _SRC.clear()
+    _dirname.cache_clear()
 
 
 def read_python(
@@ -2249,7 +2300,7 @@ def read_python(
     body = _parse_body(code)
     if body is None:
         return (_regex_requests(code) if sends else []), {}
-    path = [posixpath.dirname(script) if script and "/" in script else (cwd or "")]
+    path = [_dirname(script) if script and "/" in script else (cwd or "")]
     pythonpath = (environ or {}).get("PYTHONPATH", "")
     path += [d for d in pythonpath.split(":") if d]
     reader = _Reader(
@@ -2266,6 +2317,10 @@ def read_python(
         pass
     reqs = [r for r in reader.out if split_url(r.url).host or r.url.startswith("file:")]
     return reqs, reader.written
+
+
+#: The script's folder (scripts are few and each is read many times).
+_dirname = functools.lru_cache(maxsize=1024)(posixpath.dirname)
 
 
 _DEFINING = (
