@@ -74,6 +74,44 @@ def test_one_scan_over_joined_runs_finds_what_a_scan_per_run_finds(text: str) ->
     assert joined == per_run
 
 
+def _scan_whole_text(text: str) -> tuple[tuple[str, str], ...]:
+    """``secrets.scan``'s definition: bearer tokens, then one pattern scan over all the
+    text's runs joined by a blank, one kind per value."""
+    if len(text) < 15:
+        return ()
+    out: list[tuple[str, str]] = []
+    if "Bearer " in text:
+        for m in secrets._BEARER.finditer(text):
+            value = m.group(1)
+            if value.startswith("eyJ") and value.count(".") == 2:
+                out.append(("jwt", value))
+            elif not value.startswith("$"):
+                out.append(("bearer", value))
+    for m in secrets._SECRET_RE.finditer(" ".join(secrets._runs(text))):
+        kind, value = m.lastgroup, m.group()
+        if kind == "token":
+            kind = secrets.classify_token(value)
+            if kind is None:
+                continue
+        out.append((kind, value))
+    seen: set[str] = set()
+    return tuple(kv for kv in out if not (kv[1] in seen or seen.add(kv[1])))
+
+
+@FAST
+@given(
+    st.lists(
+        st.one_of(_SECRET_PIECES, st.sampled_from(["\u00a0", "\x1c", "\u2028", "\x00", "\r"])),
+        max_size=40,
+    ).map("".join)
+)
+def test_word_by_word_scan_finds_what_a_whole_text_scan_finds(text: str) -> None:
+    secrets.scan.cache_clear()
+    assert secrets.scan(text) == _scan_whole_text(text)
+    # Words already seen (cached per word) give the same again inside another text.
+    assert secrets.scan(text + " " + text) == _scan_whole_text(text + " " + text)
+
+
 # --------------------------------------------------------------------------- status codes
 
 
