@@ -14,6 +14,7 @@ Public API: :func:`score`, :func:`evaluate`, :func:`findings`, :func:`score_step
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import gc
 import math
 import os
@@ -127,10 +128,45 @@ def _plain_step(step: Any, position: int) -> Step | None:
     if type(tool) is not str or not tool or (output is not None and type(output) is not str):
         return None
     arguments, text = step_input(raw_input)
-    # Positional, in Step's field order (index, tool, text, observation, arguments,
-    # timestamp, latency_ms): measurably cheaper than keywords, once per step.
     at = position if index is None else index
-    return Step(at, tool, text, output or "", arguments, timestamp, latency)
+    return _new_step(at, tool, text, output or "", arguments, timestamp, latency)
+
+
+# Step is a frozen, slotted dataclass: its generated __init__ stores each field with
+# object.__setattr__, a generic attribute lookup per field, and was most of the cost
+# of a plain step. _new_step stores the same values into the same slots through the
+# slots' own descriptors, at about half the cost; Step has no __post_init__, so the
+# object is the one Step(...) builds (equal, same type, every slot set).
+_STEP_FIELDS = ("index", "tool", "text", "observation", "arguments", "timestamp", "latency_ms")
+if tuple(f.name for f in dataclasses.fields(Step)) != _STEP_FIELDS or hasattr(
+    Step, "__post_init__"
+):  # pragma: no cover - a changed model must update _new_step
+    raise RuntimeError("Step's fields changed: update _new_step")
+_SET_INDEX, _SET_TOOL, _SET_TEXT, _SET_OBSERVATION, _SET_ARGUMENTS, _SET_TIMESTAMP, _SET_LATENCY = (
+    Step.__dict__[name].__set__ for name in _STEP_FIELDS
+)
+_new_object = object.__new__
+
+
+def _new_step(
+    index: int,
+    tool: str,
+    text: str,
+    observation: str,
+    arguments: dict[str, Any],
+    timestamp: str | None,
+    latency_ms: int | None,
+) -> Step:
+    """``Step(index, tool, text, observation, arguments, timestamp, latency_ms)``."""
+    step = _new_object(Step)
+    _SET_INDEX(step, index)
+    _SET_TOOL(step, tool)
+    _SET_TEXT(step, text)
+    _SET_OBSERVATION(step, observation)
+    _SET_ARGUMENTS(step, arguments)
+    _SET_TIMESTAMP(step, timestamp)
+    _SET_LATENCY(step, latency_ms)
+    return step
 
 
 def _atif_doc(doc: Node) -> Trajectory:
