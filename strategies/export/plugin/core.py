@@ -20,7 +20,6 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -361,8 +360,7 @@ def _run(fn: Callable[[Any], Any], view: FrozenDict, hook: _OracleHook, traj: Tr
     return Result(checked, None, hook.calls, time.perf_counter() - started)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
+class _CollectorPaused:
     """Pause the cyclic GC while a trajectory is read, viewed and scored.
 
     A view holds no reference cycles, and the program's instance is freed by
@@ -371,15 +369,19 @@ def _collector_paused() -> Iterator[None]:
     they are still in use (about a tenth of a trajectory's time, and full collections
     of a host's whole heap now and then); paused until they are gone, it walks only
     what the parse caches keep. The program is the frozen one, run without limits as
-    before: cyclic garbage it makes waits for the end of its call."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    before: cyclic garbage it makes waits for the end of its call. A host that runs
+    with the collector off keeps it off. (A class, not a generator-based context
+    manager: entering and leaving costs a tenth as much, once per trajectory.)"""
+
+    __slots__ = ("resume",)
+
+    def __enter__(self) -> None:
+        self.resume = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.resume:
+            gc.enable()
 
 
 def clear_caches() -> None:
@@ -391,7 +393,7 @@ def clear_caches() -> None:
 
 def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
     """Score one trajectory with a fresh program instance; never raises for the program."""
-    with _collector_paused():
+    with _CollectorPaused():
         traj = load(trajectory)
         hook = _OracleHook(oracle, _cap())
         fn = _instance(hook)
@@ -414,7 +416,7 @@ def score_many(trajectories: Iterable[Any], *, oracle: Oracle | None = None) -> 
     out = []
     try:
         for t in trajectories:
-            with _collector_paused():
+            with _CollectorPaused():
                 traj = load(t)
                 out.append(_run(fn, build_view(traj), hook, traj))
     finally:
@@ -431,7 +433,7 @@ def _prefix(traj: Trajectory, k: int) -> Trajectory:
 def score_steps(trajectory: Any, *, oracle: Oracle | None = None) -> list[float]:
     """The score of each prefix of the trajectory (steps ``[:1]``, ``[:2]``, ...): for hosts
     that monitor step by step. Outcome and solved are the whole run's."""
-    with _collector_paused():
+    with _CollectorPaused():
         traj = load(trajectory)
         hook = _OracleHook(oracle, _cap())
         fn = _instance(hook)
@@ -539,7 +541,7 @@ def findings(trajectory: Any, *, top: int = 10, oracle: Oracle | None = None) ->
     so a step counts by what it added), with the requests, secrets and listeners the view
     found in them and where in the step's text they sit; and the program's per-detector
     values where it has ``*_score`` functions."""
-    with _collector_paused():
+    with _CollectorPaused():
         traj = load(trajectory)
         hook = _OracleHook(oracle, _cap())
         fn = _instance(hook)
