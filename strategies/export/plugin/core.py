@@ -309,10 +309,16 @@ def _code() -> Any:
     return _CODE
 
 
+# The helpers as a plain dict, for copying into each instance's globals: the same
+# names and objects, but dict.update reads a FrozenDict's ``keys`` through its Python
+# attribute hook, a microsecond per trajectory for nothing.
+_HELPERS = dict(HELPERS)
+
+
 def _instance(hook: _OracleHook) -> Callable[[Any], Any]:
     """A fresh module namespace for the program, as the sandbox gives each run."""
     glb = build_globals(
-        helpers=HELPERS, print_sink=PrintSink(64 * 1024), extra={"oracle": hook.function()}
+        helpers=_HELPERS, print_sink=PrintSink(64 * 1024), extra={"oracle": hook.function()}
     )
     return load_program(_code(), glb)
 
