@@ -130,6 +130,14 @@ _memo_get = _memo.get
 _UNSEEN = object()
 
 
+# A remembered result needs no checks: its key holds the exact pattern and text (and
+# repl, group) that once passed them, and they pass again. So each helper looks its
+# key up first when the arguments have their exact types and the text is short
+# enough to be remembered, and only on a miss validates and computes: a hit costs a
+# tuple, a dict probe and the pattern-cache lookup every call makes (kept so that
+# cache sees the same calls as before), none of the checking and wrapping calls.
+
+
 def _remember(key: tuple[Any, ...], value: Any) -> Any:
     if len(_memo) >= MEMO_SIZE:
         _memo.clear()
@@ -171,6 +179,11 @@ def _spans(native: Any, text: str) -> Any:
 
 def re_search(pattern: str, text: str) -> bool:
     """True if ``pattern`` matches anywhere in ``text`` (None counts as "")."""
+    if type(pattern) is str and type(text) is str and len(text) <= MEMO_MAX_TEXT:
+        found = _memo_get(("search", pattern, text), _UNSEEN)
+        if found is not _UNSEEN:
+            _compile(pattern)
+            return found
     compiled = _pattern(pattern)
     source = _text(text)
     return _memoized(("search", pattern, source), source, _search, compiled, source)
@@ -187,6 +200,11 @@ def re_first(pattern: str, text: str, group: int = 0) -> str | None:
     """The first match (or its ``group``), or None."""
     if type(group) is not int:
         raise TypeError("group must be an int")
+    if type(pattern) is str and type(text) is str and len(text) <= MEMO_MAX_TEXT:
+        found = _memo_get(("first", pattern, text, group), _UNSEEN)
+        if found is not _UNSEEN:
+            _compile(pattern)
+            return found
     compiled = _pattern(pattern)
     source = _text(text)
     return _memoized(("first", pattern, source, group), source, _first, compiled, source, group)
@@ -250,6 +268,11 @@ def _findall_spans(spans: Any, text: str) -> Any:
 
 def re_findall(pattern: str, text: str) -> tuple[Any, ...]:
     """All non-overlapping matches, like ``re.findall`` but as a tuple."""
+    if type(pattern) is str and type(text) is str and len(text) <= MEMO_MAX_TEXT:
+        found = _memo_get(("findall", pattern, text), _UNSEEN)
+        if found is not _UNSEEN:
+            _compile(pattern)
+            return found
     compiled = _pattern(pattern)
     source = _text(text)
     return _memoized(("findall", pattern, source), source, _findall, compiled, pattern, source)
@@ -258,12 +281,40 @@ def re_findall(pattern: str, text: str) -> tuple[Any, ...]:
 def _findall(compiled: Any, pattern: str, source: str) -> tuple[Any, ...]:
     native = _native(compiled, source)
     if native is not None:
-        return tuple(_findall_spans(s, source) for s in _native_matches(native, source))
+        return _native_findall(native, source)
     return tuple(_findall_item(m) for m in _matches(pattern, source))
+
+
+def _native_findall(native: Any, text: str) -> tuple[Any, ...]:
+    """:func:`_findall` on the fast path: the matches of :func:`_spans`, same cap.
+
+    One loop rather than a generator chain: programs run findall over whole
+    observations (every JSON object, every e-mail), where resuming two generators
+    per match was most of the call.
+    """
+    data = text.encode("ascii")
+    pos, end = 0, len(data)
+    match = native.Match
+    found: list[Any] = []
+    while True:
+        spans = match(_UNANCHORED, data, pos, end)
+        if spans[0] == _NULL_SPAN:
+            return tuple(found)
+        if len(found) >= MAX_MATCHES:
+            raise ValueError(f"more than {MAX_MATCHES:,} matches")
+        found.append(_findall_spans(spans, text))
+        if pos == end:
+            return tuple(found)
+        pos = pos + 1 if pos == spans[0][1] else spans[0][1]
 
 
 def re_count(pattern: str, text: str) -> int:
     """Number of non-overlapping matches."""
+    if type(pattern) is str and type(text) is str and len(text) <= MEMO_MAX_TEXT:
+        found = _memo_get(("count", pattern, text), _UNSEEN)
+        if found is not _UNSEEN:
+            _compile(pattern)
+            return found
     compiled = _pattern(pattern)
     source = _text(text)
     return _memoized(("count", pattern, source), source, _count, compiled, pattern, source)
@@ -282,6 +333,11 @@ def re_sub(pattern: str, repl: str, text: str) -> str:
         raise TypeError("repl must be a string (functions are not accepted)")
     if len(repl) > MAX_REPL_CHARS:
         raise ValueError(f"repl longer than {MAX_REPL_CHARS} characters")
+    if type(pattern) is str and type(text) is str and len(text) <= MEMO_MAX_TEXT:
+        found = _memo_get(("sub", pattern, repl, text), _UNSEEN)
+        if found is not _UNSEEN:
+            _compile(pattern)
+            return found
     compiled = _pattern(pattern)
     source = _text(text)
     return _memoized(("sub", pattern, repl, source), source, _sub, compiled, repl, source)
@@ -328,6 +384,11 @@ def _native_sub(native: Any, repl: str, source: str) -> str:
 
 def re_split(pattern: str, text: str) -> tuple[str, ...]:
     """Pieces of ``text`` between matches (captured groups included, like re.split)."""
+    if type(pattern) is str and type(text) is str and len(text) <= MEMO_MAX_TEXT:
+        found = _memo_get(("split", pattern, text), _UNSEEN)
+        if found is not _UNSEEN:
+            _compile(pattern)
+            return found
     compiled = _pattern(pattern)
     source = _text(text)
     return _memoized(("split", pattern, source), source, _split, compiled, source)

@@ -14,12 +14,12 @@ Public API: :func:`score`, :func:`evaluate`, :func:`findings`, :func:`score_step
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import gc
 import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,10 +127,45 @@ def _plain_step(step: Any, position: int) -> Step | None:
     if type(tool) is not str or not tool or (output is not None and type(output) is not str):
         return None
     arguments, text = step_input(raw_input)
-    # Positional, in Step's field order (index, tool, text, observation, arguments,
-    # timestamp, latency_ms): measurably cheaper than keywords, once per step.
     at = position if index is None else index
-    return Step(at, tool, text, output or "", arguments, timestamp, latency)
+    return _new_step(at, tool, text, output or "", arguments, timestamp, latency)
+
+
+# Step is a frozen, slotted dataclass: its generated __init__ stores each field with
+# object.__setattr__, a generic attribute lookup per field, and was most of the cost
+# of a plain step. _new_step stores the same values into the same slots through the
+# slots' own descriptors, at about half the cost; Step has no __post_init__, so the
+# object is the one Step(...) builds (equal, same type, every slot set).
+_STEP_FIELDS = ("index", "tool", "text", "observation", "arguments", "timestamp", "latency_ms")
+if tuple(f.name for f in dataclasses.fields(Step)) != _STEP_FIELDS or hasattr(
+    Step, "__post_init__"
+):  # pragma: no cover - a changed model must update _new_step
+    raise RuntimeError("Step's fields changed: update _new_step")
+_SET_INDEX, _SET_TOOL, _SET_TEXT, _SET_OBSERVATION, _SET_ARGUMENTS, _SET_TIMESTAMP, _SET_LATENCY = (
+    Step.__dict__[name].__set__ for name in _STEP_FIELDS
+)
+_new_object = object.__new__
+
+
+def _new_step(
+    index: int,
+    tool: str,
+    text: str,
+    observation: str,
+    arguments: dict[str, Any],
+    timestamp: str | None,
+    latency_ms: int | None,
+) -> Step:
+    """``Step(index, tool, text, observation, arguments, timestamp, latency_ms)``."""
+    step = _new_object(Step)
+    _SET_INDEX(step, index)
+    _SET_TOOL(step, tool)
+    _SET_TEXT(step, text)
+    _SET_OBSERVATION(step, observation)
+    _SET_ARGUMENTS(step, arguments)
+    _SET_TIMESTAMP(step, timestamp)
+    _SET_LATENCY(step, latency_ms)
+    return step
 
 
 def _atif_doc(doc: Node) -> Trajectory:
@@ -274,10 +309,16 @@ def _code() -> Any:
     return _CODE
 
 
+# The helpers as a plain dict, for copying into each instance's globals: the same
+# names and objects, but dict.update reads a FrozenDict's ``keys`` through its Python
+# attribute hook, a microsecond per trajectory for nothing.
+_HELPERS = dict(HELPERS)
+
+
 def _instance(hook: _OracleHook) -> Callable[[Any], Any]:
     """A fresh module namespace for the program, as the sandbox gives each run."""
     glb = build_globals(
-        helpers=HELPERS, print_sink=PrintSink(64 * 1024), extra={"oracle": hook.function()}
+        helpers=_HELPERS, print_sink=PrintSink(64 * 1024), extra={"oracle": hook.function()}
     )
     return load_program(_code(), glb)
 
@@ -325,8 +366,7 @@ def _run(fn: Callable[[Any], Any], view: FrozenDict, hook: _OracleHook, traj: Tr
     return Result(checked, None, hook.calls, time.perf_counter() - started)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
+class _CollectorPaused:
     """Pause the cyclic GC while a trajectory is read, viewed and scored.
 
     A view holds no reference cycles, and the program's instance is freed by
@@ -335,15 +375,19 @@ def _collector_paused() -> Iterator[None]:
     they are still in use (about a tenth of a trajectory's time, and full collections
     of a host's whole heap now and then); paused until they are gone, it walks only
     what the parse caches keep. The program is the frozen one, run without limits as
-    before: cyclic garbage it makes waits for the end of its call."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    before: cyclic garbage it makes waits for the end of its call. A host that runs
+    with the collector off keeps it off. (A class, not a generator-based context
+    manager: entering and leaving costs a tenth as much, once per trajectory.)"""
+
+    __slots__ = ("resume",)
+
+    def __enter__(self) -> None:
+        self.resume = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.resume:
+            gc.enable()
 
 
 def clear_caches() -> None:
@@ -355,7 +399,7 @@ def clear_caches() -> None:
 
 def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
     """Score one trajectory with a fresh program instance; never raises for the program."""
-    with _collector_paused():
+    with _CollectorPaused():
         traj = load(trajectory)
         hook = _OracleHook(oracle, _cap())
         fn = _instance(hook)
@@ -378,7 +422,7 @@ def score_many(trajectories: Iterable[Any], *, oracle: Oracle | None = None) -> 
     out = []
     try:
         for t in trajectories:
-            with _collector_paused():
+            with _CollectorPaused():
                 traj = load(t)
                 out.append(_run(fn, build_view(traj), hook, traj))
     finally:
@@ -395,7 +439,7 @@ def _prefix(traj: Trajectory, k: int) -> Trajectory:
 def score_steps(trajectory: Any, *, oracle: Oracle | None = None) -> list[float]:
     """The score of each prefix of the trajectory (steps ``[:1]``, ``[:2]``, ...): for hosts
     that monitor step by step. Outcome and solved are the whole run's."""
-    with _collector_paused():
+    with _CollectorPaused():
         traj = load(trajectory)
         hook = _OracleHook(oracle, _cap())
         fn = _instance(hook)
@@ -503,7 +547,7 @@ def findings(trajectory: Any, *, top: int = 10, oracle: Oracle | None = None) ->
     so a step counts by what it added), with the requests, secrets and listeners the view
     found in them and where in the step's text they sit; and the program's per-detector
     values where it has ``*_score`` functions."""
-    with _collector_paused():
+    with _CollectorPaused():
         traj = load(trajectory)
         hook = _OracleHook(oracle, _cap())
         fn = _instance(hook)
