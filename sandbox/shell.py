@@ -358,9 +358,6 @@ _DQ_WORD = re.compile(r'"(?:[^"\\`$]++|\\[\s\S]|\$(?!\())*+"')
 #: The escapes :func:`_expand_dq` resolves: \" \\ \$ \` give the character, \newline nothing.
 _DQ_ESCAPE = re.compile(r'\\(["\\$`])|\\\n')
 _NEEDS_EXPANSION = re.compile(r"['\"\\\\$`]")
-#: A "..." word whose inside has no quote, backslash, ``$`` or backtick (its value is
-#: its inside: the second fast path of :func:`expand_word`).
-_DQ_LITERAL = re.compile(r'"[^"\\$`]*+"')
 #: A word :meth:`_Interp.expand_words` changes has one of these (it also expands braces).
 _EXPANDABLE = re.compile(r"['\"\\\\$`{]")
 _PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|\d+)(?:(:?[-=+?])(.*))?$", re.S)
@@ -439,16 +436,50 @@ def _dq_unescape(text: str) -> str:
     ends in a backslash: their escapes cannot overlap, and plain replacements give the
     regex's text. (Its template expansion costs about a microsecond per escape, and JSON
     bodies are full of ``\\"``.)"""
+    if "\\\\" not in text:  # one part: the replacements alone (no generator, no join)
+        return text.replace('\\"', '"').replace("\\$", "$").replace("\\`", "`").replace("\\\n", "")
     return "\\".join(
         part.replace('\\"', '"').replace("\\$", "$").replace("\\`", "`").replace("\\\n", "")
         for part in text.split("\\\\")
     )
 
 
+#: Double-quoted texts :func:`_expand_dq` has read -> their pieces in order: each literal
+#: run's text (escapes resolved) and, as an int, the index of each ``$``/backtick
+#: construct. Neither a run's text nor where a construct ends depends on the variables
+#: or on ``subst``, so a text seen before is expanded from its pieces, its constructs
+#: read by :func:`_expand_dollar` in the same order: a loop body expands the same words
+#: once per value, and agents repeat quoted strings from text to text (JSON bodies,
+#: ``"Authorization: Bearer $TOKEN"``). Bounded in count and length; cleared when full.
+_DQ_PIECES: dict[str, tuple[str | int, ...]] = {}
+_DQ_PIECES_MAX = 2048
+_DQ_PIECES_MAX_LEN = 1024
+
+
 def _expand_dq(
     inner: str, env: dict[str, str], subst: Callable[[str], str | None] | None
 ) -> tuple[str, bool]:
+    pieces = _DQ_PIECES.get(inner)
+    if pieces is None:
+        return _read_dq(inner, env, subst)
     out: list[str] = []
+    known = True
+    for piece in pieces:
+        if isinstance(piece, str):
+            out.append(piece)
+        else:
+            val, ok, _ = _expand_dollar(inner, piece, env, subst)
+            out.append(val)
+            known = known and ok
+    return "".join(out), known
+
+
+def _read_dq(
+    inner: str, env: dict[str, str], subst: Callable[[str], str | None] | None
+) -> tuple[str, bool]:
+    """:func:`_expand_dq` of a text not in :data:`_DQ_PIECES`; records its pieces."""
+    out: list[str] = []
+    pieces: list[str | int] = []
     known = True
     i = 0
     n = len(inner)
@@ -456,26 +487,36 @@ def _expand_dq(
         m = _DQ_RUN.match(inner, i)
         if m:
             run = m.group()
-            out.append(_dq_unescape(run) if "\\" in run else run)
+            text = _dq_unescape(run) if "\\" in run else run
+            out.append(text)
+            pieces.append(text)
             i = m.end()
             continue
         c = inner[i]
         if c == "\\":  # (only a last lone backslash is left to this branch)
             nxt = inner[i + 1 : i + 2]
             if nxt in ('"', "\\", "$", "`"):
-                out.append(nxt)
+                text = nxt
             elif nxt == "\n":
-                pass
+                text = ""
             else:
-                out.append("\\" + nxt)
+                text = "\\" + nxt
+            out.append(text)
+            pieces.append(text)
             i += 2
         elif c == "$" or c == "`":
+            pieces.append(i)
             val, ok, i = _expand_dollar(inner, i, env, subst)
             out.append(val)
             known = known and ok
         else:
             out.append(c)
+            pieces.append(c)
             i += 1
+    if n <= _DQ_PIECES_MAX_LEN:
+        if len(_DQ_PIECES) >= _DQ_PIECES_MAX:
+            _DQ_PIECES.clear()
+        _DQ_PIECES[inner] = tuple(pieces)
     return "".join(out), known
 
 
@@ -490,15 +531,15 @@ def _expand_dollar(
         inner = s[i + 1 : end - 1 if k >= 0 else n]
         val = subst(inner) if subst else None
         return (s[i:end], False, end) if val is None else (val, True, end)
-    if s.startswith("$((", i):
+    nxt = s[i + 1 : i + 2]  # (one test before the commonest case, $NAME, not three)
+    if nxt == "(":
         end = _skip_quoted_dollar(s, i)
-        return s[i:end], False, end
-    if s.startswith("$(", i):
-        end = _skip_quoted_dollar(s, i)
+        if s.startswith("$((", i):
+            return s[i:end], False, end
         inner = s[i + 2 : end - 1 if s[end - 1 : end] == ")" else end]
         val = subst(inner) if subst else None
         return (s[i:end], False, end) if val is None else (val, True, end)
-    if s.startswith("${", i):
+    if nxt == "{":
         k = s.find("}", i)
         end = n if k < 0 else k + 1
         body = s[i + 2 : end - 1 if k >= 0 else n]
@@ -1143,8 +1184,14 @@ class _Interp:
             if c == "'" and w.find("'", 1) == len(w) - 1:
                 out.append(w[1:-1])  # one '...' string: expand_word's value, no braces
                 continue
-            if c == '"' == w[-1] and len(w) >= 2 and _DQ_LITERAL.fullmatch(w):
-                out.append(w[1:-1])  # "text" with nothing to expand: the same
+            if c == '"' == w[-1] and len(w) >= 2 and _DQ_WORD.fullmatch(w):
+                # One "..." string without $( or backticks: expand_word's value (its
+                # tests of the word, repeated here, are spared), and no braces.
+                inner = w[1:-1]
+                if "$" in inner:
+                    out.append(_expand_dq(inner, env, subst)[0])
+                else:
+                    out.append(_dq_unescape(inner) if "\\" in inner else inner)
                 continue
             val, _ = expand_word(w, env, subst)
             # Unquoted {a..b} ranges and {x,y} lists (not JSON, URLs or assignments).
