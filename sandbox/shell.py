@@ -225,6 +225,13 @@ def _scan_word_from(text: str, i: int, j: int) -> int:
     return min(j, n) if j > i else i + 1
 
 
+#: :func:`_skip_quoted_dollar` and :func:`_skip_double` remembered, for the expansions of
+#: short texts: a loop body expands the same ``"$v $(curl ...)"`` word once per value, and
+#: each time would scan it again. (Pure functions of their arguments.)
+_dollar_end = functools.lru_cache(maxsize=1024)(_skip_quoted_dollar)
+_double_end = functools.lru_cache(maxsize=1024)(_skip_double)
+
+
 def _read_heredoc(text: str, pos: int, delim: str, strip_tabs: bool) -> tuple[str, int]:
     """Body of a heredoc whose text starts at ``pos``; returns (body, end position)."""
     if delim and not strip_tabs:
@@ -401,7 +408,7 @@ def expand_word(
             out.append(raw[i + 1 : k])
             i = k + 1
         elif c == '"':
-            end = _skip_double(raw, i)
+            end = _double_end(raw, i) if n <= _DQ_PIECES_MAX_LEN else _skip_double(raw, i)
             inner = raw[
                 i + 1 : end - 1 if end <= n and raw[end - 1 : end] == '"' and end - 1 > i else end
             ]
@@ -533,7 +540,7 @@ def _expand_dollar(
         return (s[i:end], False, end) if val is None else (val, True, end)
     nxt = s[i + 1 : i + 2]  # (one test before the commonest case, $NAME, not three)
     if nxt == "(":
-        end = _skip_quoted_dollar(s, i)
+        end = _dollar_end(s, i) if len(s) <= _DQ_PIECES_MAX_LEN else _skip_quoted_dollar(s, i)
         if s.startswith("$((", i):
             return s[i:end], False, end
         inner = s[i + 2 : end - 1 if s[end - 1 : end] == ")" else end]
