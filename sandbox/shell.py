@@ -349,6 +349,8 @@ def unquote_simple(word: str) -> str:
     """Remove quotes and backslashes without expanding anything."""
     if not _quoted(word):
         return word
+    if word[0] == "'" and word.find("'", 1) == len(word) - 1:
+        return word[1:-1]  # 'EOF': expand_word's first quoted case, without the call
     return expand_word(word, {}, None, keep_unknown=True)[0]
 
 
