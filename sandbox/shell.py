@@ -225,11 +225,22 @@ def _scan_word_from(text: str, i: int, j: int) -> int:
     return min(j, n) if j > i else i + 1
 
 
-#: :func:`_skip_quoted_dollar` and :func:`_skip_double` remembered, for the expansions of
-#: short texts: a loop body expands the same ``"$v $(curl ...)"`` word once per value, and
-#: each time would scan it again. (Pure functions of their arguments.)
-_dollar_end = functools.lru_cache(maxsize=1024)(_skip_quoted_dollar)
-_double_end = functools.lru_cache(maxsize=1024)(_skip_double)
+#: Ends of ``$(...)`` and ``"..."`` constructs found while expanding words, by (text,
+#: index) (:func:`_skip_quoted_dollar` and :func:`_skip_double` are pure): a loop body
+#: expands the same ``"$v $(curl ...)"`` word once per value, and each time would scan it
+#: again. Only texts up to :data:`_SCAN_CACHE_MAX_LEN` characters; cleared when full.
+_CONSTRUCT_ENDS: dict[tuple[str, int], int] = {}
+_CONSTRUCT_ENDS_MAX = 2048
+#: The longest text whose scans (and double-quoted pieces, :data:`_DQ_PIECES`) are kept.
+_SCAN_CACHE_MAX_LEN = 1024
+
+
+def _remember_end(text: str, i: int, end: int) -> int:
+    if len(text) <= _SCAN_CACHE_MAX_LEN:
+        if len(_CONSTRUCT_ENDS) >= _CONSTRUCT_ENDS_MAX:
+            _CONSTRUCT_ENDS.clear()
+        _CONSTRUCT_ENDS[text, i] = end
+    return end
 
 
 def _read_heredoc(text: str, pos: int, delim: str, strip_tabs: bool) -> tuple[str, int]:
@@ -410,7 +421,7 @@ def expand_word(
             out.append(raw[i + 1 : k])
             i = k + 1
         elif c == '"':
-            end = _double_end(raw, i) if n <= _DQ_PIECES_MAX_LEN else _skip_double(raw, i)
+            end = _CONSTRUCT_ENDS.get((raw, i)) or _remember_end(raw, i, _skip_double(raw, i))
             inner = raw[
                 i + 1 : end - 1 if end <= n and raw[end - 1 : end] == '"' and end - 1 > i else end
             ]
@@ -462,34 +473,26 @@ def _dq_unescape(text: str) -> str:
 #: ``"Authorization: Bearer $TOKEN"``). Bounded in count and length; cleared when full.
 _DQ_PIECES: dict[str, tuple[str | int, ...]] = {}
 _DQ_PIECES_MAX = 2048
-_DQ_PIECES_MAX_LEN = 1024
 
 
 def _expand_dq(
     inner: str, env: dict[str, str], subst: Callable[[str], str | None] | None
 ) -> tuple[str, bool]:
+    out: list[str] = []
+    known = True
     pieces = _DQ_PIECES.get(inner)
-    if pieces is None:
-        return _read_dq(inner, env, subst)
-    out: list[str] = []
-    known = True
-    for piece in pieces:
-        if isinstance(piece, str):
-            out.append(piece)
-        else:
-            val, ok, _ = _expand_dollar(inner, piece, env, subst)
-            out.append(val)
-            known = known and ok
-    return "".join(out), known
-
-
-def _read_dq(
-    inner: str, env: dict[str, str], subst: Callable[[str], str | None] | None
-) -> tuple[str, bool]:
-    """:func:`_expand_dq` of a text not in :data:`_DQ_PIECES`; records its pieces."""
-    out: list[str] = []
-    pieces: list[str | int] = []
-    known = True
+    if pieces is not None:
+        for piece in pieces:
+            if isinstance(piece, str):
+                out.append(piece)
+            else:
+                val, ok, _ = _expand_dollar(inner, piece, env, subst)
+                out.append(val)
+                known = known and ok
+        return "".join(out), known
+    # A text not seen before: read it, recording its pieces. (One function for both, so
+    # that nested expansions reach the recursion limit exactly where they used to.)
+    record: list[str | int] = []
     i = 0
     n = len(inner)
     while i < n:
@@ -498,7 +501,7 @@ def _read_dq(
             run = m.group()
             text = _dq_unescape(run) if "\\" in run else run
             out.append(text)
-            pieces.append(text)
+            record.append(text)
             i = m.end()
             continue
         c = inner[i]
@@ -511,21 +514,21 @@ def _read_dq(
             else:
                 text = "\\" + nxt
             out.append(text)
-            pieces.append(text)
+            record.append(text)
             i += 2
         elif c == "$" or c == "`":
-            pieces.append(i)
+            record.append(i)
             val, ok, i = _expand_dollar(inner, i, env, subst)
             out.append(val)
             known = known and ok
         else:
             out.append(c)
-            pieces.append(c)
+            record.append(c)
             i += 1
-    if n <= _DQ_PIECES_MAX_LEN:
+    if n <= _SCAN_CACHE_MAX_LEN:
         if len(_DQ_PIECES) >= _DQ_PIECES_MAX:
             _DQ_PIECES.clear()
-        _DQ_PIECES[inner] = tuple(pieces)
+        _DQ_PIECES[inner] = tuple(record)
     return "".join(out), known
 
 
@@ -542,7 +545,7 @@ def _expand_dollar(
         return (s[i:end], False, end) if val is None else (val, True, end)
     nxt = s[i + 1 : i + 2]  # (one test before the commonest case, $NAME, not three)
     if nxt == "(":
-        end = _dollar_end(s, i) if len(s) <= _DQ_PIECES_MAX_LEN else _skip_quoted_dollar(s, i)
+        end = _CONSTRUCT_ENDS.get((s, i)) or _remember_end(s, i, _skip_quoted_dollar(s, i))
         if s.startswith("$((", i):
             return s[i:end], False, end
         inner = s[i + 2 : end - 1 if s[end - 1 : end] == ")" else end]
