@@ -83,7 +83,11 @@ _OP = re.compile(
 #: Characters an operator can start with: most words skip the ``_OP`` alternation.
 _OP_FIRST = frozenset("&|;<>()\n0123456789")
 _PLAIN = re.compile(r"[^\s'\"\\;&|<>()`$]+")
-_DQ_CHUNK = re.compile(r'[^"\\`$]+')
+#: What :func:`_skip_double` steps over in one match: characters other than a quote,
+#: backslash, ``$`` or backtick, a backslash escape (two characters, as its loop skips
+#: them) and a ``$`` not starting ``$(``. (JSON bodies are full of ``\"`` escapes, which
+#: would otherwise cost one turn of the loop each.)
+_DQ_CHUNK = re.compile(r'(?:[^"\\`$]++|\\[\s\S]|\$(?!\())++')
 #: Double-quoted text up to the next ``$`` or backtick: every character but those, and
 #: backslash escapes, which :func:`_dq_unescape` resolves as :func:`_expand_dq` would one
 #: by one (backslash and one of ``"\\$``` give that character, backslash-newline nothing).
@@ -102,7 +106,10 @@ class Token:
     heredoc_quoted: bool = False
 
 
-_DOLLAR_CHUNK = re.compile(r"[^()'\"\\`]+")
+#: What :func:`_skip_quoted_dollar` steps over in one match: characters other than
+#: parentheses, quotes, backslash and backtick, and backslash escapes (two characters,
+#: as its loop skips them).
+_DOLLAR_CHUNK = re.compile(r"(?:[^()'\"\\`]++|\\[\s\S])++")
 
 
 def _skip_quoted_dollar(text: str, i: int) -> int:
@@ -216,6 +223,24 @@ def _scan_word_from(text: str, i: int, j: int) -> int:
         else:
             break
     return min(j, n) if j > i else i + 1
+
+
+#: Ends of ``$(...)`` and ``"..."`` constructs found while expanding words, by (text,
+#: index) (:func:`_skip_quoted_dollar` and :func:`_skip_double` are pure): a loop body
+#: expands the same ``"$v $(curl ...)"`` word once per value, and each time would scan it
+#: again. Only texts up to :data:`_SCAN_CACHE_MAX_LEN` characters; cleared when full.
+_CONSTRUCT_ENDS: dict[tuple[str, int], int] = {}
+_CONSTRUCT_ENDS_MAX = 2048
+#: The longest text whose scans (and double-quoted pieces, :data:`_DQ_PIECES`) are kept.
+_SCAN_CACHE_MAX_LEN = 1024
+
+
+def _remember_end(text: str, i: int, end: int) -> int:
+    if len(text) <= _SCAN_CACHE_MAX_LEN:
+        if len(_CONSTRUCT_ENDS) >= _CONSTRUCT_ENDS_MAX:
+            _CONSTRUCT_ENDS.clear()
+        _CONSTRUCT_ENDS[text, i] = end
+    return end
 
 
 def _read_heredoc(text: str, pos: int, delim: str, strip_tabs: bool) -> tuple[str, int]:
@@ -335,6 +360,8 @@ def unquote_simple(word: str) -> str:
     """Remove quotes and backslashes without expanding anything."""
     if not _quoted(word):
         return word
+    if word[0] == "'" and word.find("'", 1) == len(word) - 1:
+        return word[1:-1]  # 'EOF': expand_word's first quoted case, without the call
     return expand_word(word, {}, None, keep_unknown=True)[0]
 
 
@@ -394,7 +421,7 @@ def expand_word(
             out.append(raw[i + 1 : k])
             i = k + 1
         elif c == '"':
-            end = _skip_double(raw, i)
+            end = _CONSTRUCT_ENDS.get((raw, i)) or _remember_end(raw, i, _skip_double(raw, i))
             inner = raw[
                 i + 1 : end - 1 if end <= n and raw[end - 1 : end] == '"' and end - 1 > i else end
             ]
@@ -429,10 +456,23 @@ def _dq_unescape(text: str) -> str:
     ends in a backslash: their escapes cannot overlap, and plain replacements give the
     regex's text. (Its template expansion costs about a microsecond per escape, and JSON
     bodies are full of ``\\"``.)"""
+    if "\\\\" not in text:  # one part: the replacements alone (no generator, no join)
+        return text.replace('\\"', '"').replace("\\$", "$").replace("\\`", "`").replace("\\\n", "")
     return "\\".join(
         part.replace('\\"', '"').replace("\\$", "$").replace("\\`", "`").replace("\\\n", "")
         for part in text.split("\\\\")
     )
+
+
+#: Double-quoted texts :func:`_expand_dq` has read -> their pieces in order: each literal
+#: run's text (escapes resolved) and, as an int, the index of each ``$``/backtick
+#: construct. Neither a run's text nor where a construct ends depends on the variables
+#: or on ``subst``, so a text seen before is expanded from its pieces, its constructs
+#: read by :func:`_expand_dollar` in the same order: a loop body expands the same words
+#: once per value, and agents repeat quoted strings from text to text (JSON bodies,
+#: ``"Authorization: Bearer $TOKEN"``). Bounded in count and length; cleared when full.
+_DQ_PIECES: dict[str, tuple[str | int, ...]] = {}
+_DQ_PIECES_MAX = 2048
 
 
 def _expand_dq(
@@ -440,32 +480,55 @@ def _expand_dq(
 ) -> tuple[str, bool]:
     out: list[str] = []
     known = True
+    pieces = _DQ_PIECES.get(inner)
+    if pieces is not None:
+        for piece in pieces:
+            if isinstance(piece, str):
+                out.append(piece)
+            else:
+                val, ok, _ = _expand_dollar(inner, piece, env, subst)
+                out.append(val)
+                known = known and ok
+        return "".join(out), known
+    # A text not seen before: read it, recording its pieces. (One function for both, so
+    # that nested expansions reach the recursion limit exactly where they used to.)
+    record: list[str | int] = []
     i = 0
     n = len(inner)
     while i < n:
         m = _DQ_RUN.match(inner, i)
         if m:
             run = m.group()
-            out.append(_dq_unescape(run) if "\\" in run else run)
+            text = _dq_unescape(run) if "\\" in run else run
+            out.append(text)
+            record.append(text)
             i = m.end()
             continue
         c = inner[i]
         if c == "\\":  # (only a last lone backslash is left to this branch)
             nxt = inner[i + 1 : i + 2]
             if nxt in ('"', "\\", "$", "`"):
-                out.append(nxt)
+                text = nxt
             elif nxt == "\n":
-                pass
+                text = ""
             else:
-                out.append("\\" + nxt)
+                text = "\\" + nxt
+            out.append(text)
+            record.append(text)
             i += 2
         elif c == "$" or c == "`":
+            record.append(i)
             val, ok, i = _expand_dollar(inner, i, env, subst)
             out.append(val)
             known = known and ok
         else:
             out.append(c)
+            record.append(c)
             i += 1
+    if n <= _SCAN_CACHE_MAX_LEN:
+        if len(_DQ_PIECES) >= _DQ_PIECES_MAX:
+            _DQ_PIECES.clear()
+        _DQ_PIECES[inner] = tuple(record)
     return "".join(out), known
 
 
@@ -480,15 +543,15 @@ def _expand_dollar(
         inner = s[i + 1 : end - 1 if k >= 0 else n]
         val = subst(inner) if subst else None
         return (s[i:end], False, end) if val is None else (val, True, end)
-    if s.startswith("$((", i):
-        end = _skip_quoted_dollar(s, i)
-        return s[i:end], False, end
-    if s.startswith("$(", i):
-        end = _skip_quoted_dollar(s, i)
+    nxt = s[i + 1 : i + 2]  # (one test before the commonest case, $NAME, not three)
+    if nxt == "(":
+        end = _CONSTRUCT_ENDS.get((s, i)) or _remember_end(s, i, _skip_quoted_dollar(s, i))
+        if s.startswith("$((", i):
+            return s[i:end], False, end
         inner = s[i + 2 : end - 1 if s[end - 1 : end] == ")" else end]
         val = subst(inner) if subst else None
         return (s[i:end], False, end) if val is None else (val, True, end)
-    if s.startswith("${", i):
+    if nxt == "{":
         k = s.find("}", i)
         end = n if k < 0 else k + 1
         body = s[i + 2 : end - 1 if k >= 0 else n]
@@ -873,6 +936,8 @@ _HEREDOC_TOKEN = re.compile(
 _COMPOUND = ("for", "while", "until", "if", "case")
 #: Operators that end a simple command; every other operator read is a redirection.
 _PLAIN_SEPS = frozenset({"|", "&&", "||", ";", "&", "\n"})
+#: The operator column of plain tokens whose operators are all separators (None: a word).
+_SEPS_OR_WORD = _PLAIN_SEPS | {None}
 #: First words that the parser reads as syntax, not as a simple command.
 _NOT_PLAIN_FIRST = frozenset(
     {"for", "while", "until", "if", "case", "{", "function", "!", *_KEYWORDS_END}
@@ -909,7 +974,10 @@ def _parse_plain(text: str) -> list[object] | None:
             if not words or words[0] in _NOT_PLAIN_FIRST:
                 return None
             return [Pipeline([Simple(words, [], " ".join(words))])]
-        tokens = zip(split[1::3], split[2::3], strict=True)
+        ops = split[1::3]
+        if _SEPS_OR_WORD.issuperset(ops):
+            return _plain_seps_ast(ops, split[2::3])
+        tokens = zip(ops, split[2::3], strict=True)
     return _plain_ast(tokens, iter(heredocs))
 
 
@@ -954,6 +1022,40 @@ def _heredoc_tokens(text: str, heredocs: list[Token]) -> list[_PlainToken] | Non
         pos = nl + 1
         for tok, delim, strip_tabs in pending:
             tok.heredoc, pos = _read_heredoc(text, pos, delim, strip_tabs)
+
+
+def _plain_seps_ast(ops: list[str | None], words: list[str | None]) -> list[object] | None:
+    """:func:`_plain_ast` of the plain tokens ``zip(ops, words)`` when every operator is a
+    separator (no redirection: ``curl ... | jq .`` is most of them). Each command's words
+    are then the slice of ``words`` between two operators (None in ``words``), found by
+    ``list.index``: a step per command instead of one per token."""
+    pipes: list[object] = []
+    parts: list[object] = []
+    start = 0
+    for _ in range(words.count(None)):
+        k = words.index(None, start)
+        op = ops[k]
+        cmd = words[start:k]
+        start = k + 1
+        if not cmd:
+            # (As in _plain_ast: only these separators may come without a command.)
+            if not (op == "\n" or (not parts and op in (";", "&"))):
+                return None
+            continue
+        if cmd[0] in _NOT_PLAIN_FIRST:
+            return None
+        parts.append(Simple(cmd, [], " ".join(cmd)))
+        if op != "|":
+            pipes.append(Pipeline(parts, op == "&"))
+            parts = []
+    cmd = words[start:]
+    if cmd:
+        if cmd[0] in _NOT_PLAIN_FIRST:
+            return None
+        parts.append(Simple(cmd, [], " ".join(cmd)))
+    if parts:
+        pipes.append(Pipeline(parts))
+    return pipes or None
 
 
 def _plain_ast(tokens: Iterable[_PlainToken], heredocs: Iterator[Token]) -> list[object] | None:
@@ -1089,6 +1191,19 @@ class _Interp:
         for w in words:
             if _EXPANDABLE.search(w) is None:
                 out.append(w)  # nothing to expand (expand_word's first test), no braces
+                continue
+            c = w[0]
+            if c == "'" and w.find("'", 1) == len(w) - 1:
+                out.append(w[1:-1])  # one '...' string: expand_word's value, no braces
+                continue
+            if c == '"' == w[-1] and len(w) >= 2 and _DQ_WORD.fullmatch(w):
+                # One "..." string without $( or backticks: expand_word's value (its
+                # tests of the word, repeated here, are spared), and no braces.
+                inner = w[1:-1]
+                if "$" in inner:
+                    out.append(_expand_dq(inner, env, subst)[0])
+                else:
+                    out.append(_dq_unescape(inner) if "\\" in inner else inner)
                 continue
             val, _ = expand_word(w, env, subst)
             # Unquoted {a..b} ranges and {x,y} lists (not JSON, URLs or assignments).
@@ -1329,9 +1444,13 @@ class _Interp:
             finally:
                 self.depth -= 1
             return
+        # (Arguments by position, in field order: a keyword call costs a third of a
+        # microsecond more, for every command run.)
         cmd = Command(
-            argv=argv, raw=node.raw, repeat=repeat, background=bg, env=cmd_env, cwd=self.cwd
-        )
+            argv, node.raw, None, None, None, False,  # stdin, stdin_file, stdout_file, append
+            repeat, True, bg, None, False,  # repeat_known, background, piped_from, pipes_to
+            cmd_env, None, self.cwd,  # env, output, cwd
+        )  # fmt: skip
         if prev is not None:
             cmd.piped_from = prev
             if prev.output is not None:
@@ -1423,7 +1542,9 @@ class _Interp:
             return
         if argv[0] in ("cd", "pushd"):
             self.cwd = _change_dir(self.cwd, argv[1:])
-        cmd.output = _static_output(cmd, self.lookup_file)
+        # (_static_output, without building the bound lookup for the other commands.)
+        known = _STATIC_OUTPUTS.get(argv[0])
+        cmd.output = known(cmd, self.lookup_file) if known is not None else None
         if cmd.stdout_file:
             content = (
                 cmd.output
