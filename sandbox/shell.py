@@ -1873,6 +1873,15 @@ _READ_ERRORS = (
 )
 
 
+def clear_caches() -> None:
+    """Drop what the shell reader remembers between texts (parses, double-quoted pieces,
+    construct ends, variable patterns); results never depend on it, only speed."""
+    parse.cache_clear()
+    _DQ_PIECES.clear()
+    _CONSTRUCT_ENDS.clear()
+    _var_ref_pattern.cache_clear()
+
+
 def run_script(text: str, files: FileLookup | None = None) -> tuple[list[Command], dict[str, str]]:
     """Read one command text: the simple commands that run, and files it writes.
 

@@ -136,7 +136,8 @@ from monsearch.sandbox.infra import (
     strip_write_out,
     write_out_status,
 )
-from monsearch.sandbox.shell import Command, parse, run_script
+from monsearch.sandbox.shell import Command, run_script
+from monsearch.sandbox.shell import clear_caches as _clear_shell_caches
 from monsearch.sandbox.view_ids import new_view_id_key, view_id  # noqa: F401 - re-exported
 
 #: The view type: one concrete read-only mapping class.
@@ -714,7 +715,7 @@ def clear_caches() -> None:
     sec.word_findings.cache_clear()
     sec.classify_token.cache_clear()
     sec.is_password_field.cache_clear()
-    parse.cache_clear()
+    _clear_shell_caches()
     split_url.cache_clear()
     _clear_python_caches()
 
