@@ -74,3 +74,44 @@ def test_each_listener_name_is_read(name: str) -> None:
     text, kind = LISTENER_CASES[name]
     cmds, _ = run_script(text)
     assert [li["kind"] for li in listeners_of(cmds, lambda _p: None)] == [kind], text
+
+
+def test_positional_constructions_follow_the_field_order() -> None:
+    """``_Interp.run_simple`` builds each Command and ``parse_curl`` each Request with
+    positional arguments (cheaper per command): a field added, removed or moved would
+    shift every value after it without an error, so the field order is pinned here."""
+    from dataclasses import fields
+
+    from monsearch.sandbox.http_extract import Request, extract_requests
+
+    assert [f.name for f in fields(shell.Command)] == [
+        "argv", "raw", "stdin", "stdin_file", "stdout_file", "append", "repeat",
+        "repeat_known", "background", "piped_from", "pipes_to", "env", "output", "cwd",
+    ]  # fmt: skip
+    assert [f.name for f in fields(Request)] == [
+        "method", "url", "client", "headers", "body", "form", "files", "repeat",
+        "repeat_known", "auth_user", "auth_password", "write_out", "include_headers",
+        "background", "query_extra",
+    ]  # fmt: skip
+    # And the values land where they belong, on a command that sets most of them.
+    text = f"cd /srv && K=v curl -s -i -w '%{{http_code}}' -X PUT -H 'X-A: 1' -d q {URL} &"
+    cmds, written = run_script(text)
+    cmd = cmds[-1]
+    assert (cmd.argv[0], cmd.raw, cmd.repeat, cmd.background, cmd.env, cmd.cwd) == (
+        "curl",
+        text.split("&& ", 1)[1].rstrip(" &"),
+        1,
+        True,
+        {"K": "v"},
+        "/srv",
+    )
+    (req,) = extract_requests(cmds, written.get, written, lambda _r: None)
+    assert (req.method, req.url, req.client, req.headers["x-a"], req.body, req.repeat) == (
+        "PUT",
+        URL,
+        "curl",
+        "1",
+        "q",
+        1,
+    )
+    assert (req.write_out, req.include_headers, req.background) == ("%{http_code}", True, True)
