@@ -14,6 +14,7 @@ from monsearch.corpora.store import load_corpus
 from monsearch.corpora.synth.generate import synthesize_corpus
 from monsearch.eval.fitness import evaluate_fitness
 from monsearch.sandbox.evaluate import SandboxPool
+from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
 from monsearch.search.lineage import CandidateRecord, source_hash
 from monsearch.search.runs import Run, SelectedStrategy
 
@@ -92,7 +93,12 @@ def make_contract_run(
     run.dir.mkdir(parents=True)
     run.write_config(config)
     scores: dict[str, Any] = {}
-    with SandboxPool(val, workers=1, cache_dir=None) as pool, run.store(readonly=False) as store:
+    # The search scores val with the replay judge (the corpus's stored verdicts): so here.
+    oracle = OracleConfig(backend="replay", per_traj_cap=1, replay_scores=replay_scores_from(val))
+    with (
+        SandboxPool(val, workers=1, cache_dir=None, oracle=oracle) as pool,
+        run.store(readonly=False) as store,
+    ):
         for seq, (cid, source) in enumerate(sources.items()):
             result = pool.evaluate(source)
             assert result.ok, result.message
@@ -159,12 +165,15 @@ def shared_setup(tmp_path_factory: Any) -> dict[str, Any]:
         )
     seed = export(str(run.dir), root / "seed-plugin")
     probe = export(str(run.dir), root / "probe-plugin", program_id="probe", name="probe")
+    val = load_corpus(corpus, ["val"]).split("val")
     _SHARED.update(
         root=root,
         corpus=corpus,
         run=run,
         scores=scores,
-        val=load_corpus(corpus, ["val"]).split("val"),
+        val=val,
+        # What the run's oracle() answered on val: the host judge that reproduces it.
+        judge_answers=replay_scores_from(val),
         plugins={"seed": (root / "seed-plugin", seed), "probe": (root / "probe-plugin", probe)},
     )
     return _SHARED

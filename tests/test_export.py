@@ -112,11 +112,34 @@ def test_check_score_is_the_runners(seed_plugin):
 def test_plugin_scores_equal_sandbox_scores_on_val(setup, program, hashseed, env):
     folder, meta = setup["plugins"][program]
     records = [trajectory_to_dict(t) for t in setup["val"]]
-    got = plugin_scores(folder, meta["package"], records, hashseed=hashseed, env=env)
+    got = plugin_scores(
+        folder,
+        meta["package"],
+        records,
+        hashseed=hashseed,
+        env=env,
+        judge_answers=setup["judge_answers"],
+    )
     expected = setup["scores"][program]
     assert got["leaked"] == []  # no monsearch module was imported by the plugin
     assert got["engine"] == ("re" if env else "re2")
     assert np.array_equal(np.array(got["scores"]), expected), "plugin != sandbox on val"
+
+
+def test_the_run_judges_answers_reach_the_plugin(setup):
+    """The probe asks the oracle on every trajectory: the run's scores hold the replay
+    judge's answers, so the plugin matches them only when given the same judge (which
+    is how export verifies it), and a host without a judge gets other scores."""
+    folder, meta = setup["plugins"]["probe"]
+    assert meta["verified"]["judge"].startswith("replay")
+    records = [trajectory_to_dict(t) for t in setup["val"]]
+    # The probe adds the answer: only a trajectory the judge answered 0 (or not at all)
+    # keeps its score without a judge.
+    unmoved = [setup["judge_answers"].get(t.id, 0.0) == 0.0 for t in setup["val"]]
+    assert unmoved.count(False) > len(unmoved) // 2
+    got = plugin_scores(folder, meta["package"], records)  # no host judge
+    same = np.array(got["scores"]) == setup["scores"]["probe"]
+    assert same.tolist() == unmoved
 
 
 def _stealthbench_doc(t) -> dict:
@@ -147,17 +170,25 @@ def _stealthbench_doc(t) -> dict:
 
 def test_stealthbench_format_gives_the_same_scores(setup, seed_plugin, probe_plugin):
     docs = [_stealthbench_doc(t) for t in setup["val"]]
+    answers = setup["judge_answers"]
+
+    def judge(traj, variant):
+        return answers.get(traj.id)
+
     for program, plugin in (("seed", seed_plugin), ("probe", probe_plugin)):
-        got = [r.score for r in plugin.score_many(json.loads(json.dumps(d)) for d in docs)]
+        got = [
+            r.score
+            for r in plugin.score_many((json.loads(json.dumps(d)) for d in docs), oracle=judge)
+        ]
         assert np.array_equal(np.array(got), setup["scores"][program])
         # One trajectory at a time (a fresh program per call): the same, these are stateless.
-        assert [plugin.score(d) for d in docs[:10]] == got[:10]
+        assert [plugin.score(d, oracle=judge) for d in docs[:10]] == got[:10]
         # Cold parse caches give the same scores (the caches only skip repeated work).
         view_module = sys.modules[f"{plugin.__name__}._vendor.view"]
         assert view_module._STEP_CACHE
         plugin.clear_caches()
         assert not view_module._STEP_CACHE and not view_module._DERIVED_CACHE
-        assert [plugin.score(d) for d in docs[:10]] == got[:10]
+        assert [plugin.score(d, oracle=judge) for d in docs[:10]] == got[:10]
 
 
 def _steps(traj) -> list[dict]:
@@ -332,6 +363,27 @@ def test_oracle_is_none_unless_a_host_passes_one(setup, probe_plugin):
     with_judge = probe_plugin.evaluate(t, oracle=judge)
     assert with_judge.score == pytest.approx(base.score + 2.0)
     assert with_judge.oracle_calls == 1 and calls == [t.id]
+
+
+def test_unknown_oracle_variant_is_the_programs_error_as_in_the_sandbox(setup, probe_plugin):
+    from monsearch.sandbox.oracle import OracleConfig, OracleSession
+
+    core = probe_plugin.core
+    assert probe_plugin.MONITOR["query_caps"]["variants"] == ["default", "strict", "actions_only"]
+    t = core.load(trajectory_to_dict(setup["val"][0]))
+    for host in (None, lambda traj, variant: 0.75):
+        hook = core._OracleHook(host, 1)
+        hook.traj = t
+        ask = hook.function()
+        with OracleSession(OracleConfig(backend="replay", replay_scores={})) as session:
+            sandbox_ask = session.bind(t.id)
+            for bad in ("nope", 3, b"strict"):
+                with pytest.raises(ValueError, match="unknown oracle variant"):
+                    ask(None, bad)
+                with pytest.raises(ValueError, match="unknown oracle variant"):
+                    sandbox_ask(None, bad)
+        assert hook.calls == 0  # not a query
+        assert ask(None, "strict") == (None if host is None else 0.75)
 
 
 def test_program_failure_gets_the_fallback_score(setup, seed_plugin):

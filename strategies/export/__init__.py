@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
+from monsearch.sandbox.oracle_prompt import PROMPT_VARIANTS
 
 from .vendor import MODULES, monsearch_version, vendored_sources
 
@@ -325,6 +326,8 @@ def build_metadata(
             "per_traj_cap": evaluation.get("per_traj_cap"),
             "rho": evaluation.get("rho"),
             "oracle": evaluation.get("oracle"),
+            # The names ``oracle(traj, variant)`` accepts, as in the sandbox.
+            "variants": list(PROMPT_VARIANTS),
         },
         "val": val,
         "test": _compact_test(strategy.test_report),
@@ -476,7 +479,10 @@ rows = []
 with open(sys.argv[2], "rb") as fh:
     for line in fh:
         rows.append(json.loads(line))
-results = plugin.score_many(rows)
+with open(sys.argv[3], "rb") as fh:
+    answers = json.load(fh)
+judge = None if answers is None else (lambda traj, variant: answers.get(traj.id))
+results = plugin.score_many(rows, oracle=judge)
 leaked = sorted(m for m in sys.modules if m == "monsearch" or m.startswith("monsearch."))
 json.dump({{"scores": [r.score.hex() for r in results],
            "errors": sum(1 for r in results if r.error), "leaked": leaked,
@@ -491,16 +497,29 @@ def plugin_scores(
     *,
     hashseed: str = "random",
     env: dict[str, str] | None = None,
+    judge_answers: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Score codec records with the plugin in a fresh interpreter (``PYTHONHASHSEED`` set)."""
+    """Score codec records with the plugin in a fresh interpreter (``PYTHONHASHSEED`` set).
+
+    ``judge_answers`` ({trajectory id: answer}) is the host judge the plugin is given,
+    as ``oracle=``; without it ``oracle()`` answers None, as in a host with no judge."""
     with tempfile.TemporaryDirectory(prefix="monsearch-export-") as tmp:
         data = Path(tmp) / "val.jsonl"
         with data.open("w", encoding="utf-8") as fh:
             for r in records:
                 fh.write(json.dumps(r) + "\n")
+        answers = Path(tmp) / "judge.json"
+        answers.write_text(json.dumps(judge_answers), encoding="utf-8")
         run_env = {**os.environ, "PYTHONHASHSEED": hashseed, **(env or {})}
         proc = subprocess.run(
-            [sys.executable, "-c", _VERIFY.format(package=package), str(out / "src"), str(data)],
+            [
+                sys.executable,
+                "-c",
+                _VERIFY.format(package=package),
+                str(out / "src"),
+                str(data),
+                str(answers),
+            ],
             capture_output=True,
             text=True,
             env=run_env,
@@ -514,14 +533,33 @@ def plugin_scores(
     return got
 
 
+def run_judge_answers(config: dict[str, Any], trajectories: list[Any]) -> dict[str, float] | None:
+    """What ``oracle(traj)`` answered in the run: the corpus's stored judge verdicts
+    (the replay backend, as the search and ``monsearch test`` score), or None for a run
+    without an oracle."""
+    from monsearch.sandbox.oracle import replay_scores_from
+
+    if ((config.get("evaluation") or {}).get("oracle") or "replay") != "replay":
+        return None
+    return replay_scores_from(trajectories)
+
+
 def verify(
-    out: Path, package: str, trajectories: list[Any], expected: list[float]
+    out: Path,
+    package: str,
+    trajectories: list[Any],
+    expected: list[float],
+    judge_answers: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Score val with the written plugin and compare with the run's scores, exactly."""
+    """Score val with the written plugin and compare with the run's scores, exactly.
+
+    The run's ``oracle()`` answered from the corpus's stored verdicts: the plugin is
+    given the same answers as its host judge (``judge_answers``), so trajectories the
+    strategy escalates are compared too."""
     from monsearch.corpora.codec import trajectory_to_dict
 
     records = [trajectory_to_dict(t) for t in trajectories]
-    got = plugin_scores(out, package, records)
+    got = plugin_scores(out, package, records, judge_answers=judge_answers)
     differ = [i for i, (a, b) in enumerate(zip(got["scores"], expected, strict=True)) if a != b]
     if got["leaked"]:
         raise ExportError(f"the plugin imported monsearch modules: {got['leaked'][:5]}")
@@ -538,6 +576,7 @@ def verify(
         "equal": True,
         "pythonhashseed": "random",
         "regex_engine": got["engine"],
+        "judge": "none" if judge_answers is None else "replay of the corpus's stored verdicts",
     }
 
 
@@ -570,7 +609,13 @@ def export(
     write_plugin(out, package, strategy.source, monitor)
     if verify_val:
         try:
-            monitor["verified"] = verify(out, package, val, strategy.val_scores)
+            monitor["verified"] = verify(
+                out,
+                package,
+                val,
+                strategy.val_scores,
+                run_judge_answers(strategy.config, val),
+            )
         except BaseException:
             shutil.rmtree(out, ignore_errors=True)
             raise

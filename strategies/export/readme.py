@@ -92,7 +92,8 @@ def render_readme(m: dict[str, Any]) -> str:
     verified = m.get("verified")
     verified_text = (
         f"At export, this package scored all {verified['n']} val trajectories in a separate "
-        f"interpreter (random `PYTHONHASHSEED`, regex engine `{verified['regex_engine']}`) "
+        f"interpreter (random `PYTHONHASHSEED`, regex engine `{verified['regex_engine']}`, "
+        f"host judge: {verified.get('judge', 'none')}) "
         "and every score equalled the run's in-framework score exactly."
         if verified
         else "The export was not verified against the run's val scores (`--no-verify`)."
@@ -164,7 +165,11 @@ monitor.clear_caches()                    # free the parse caches (long-running 
 `oracle()` calls inside the program return None unless the host passes a judge:
 `monitor.score(t, oracle=lambda traj, variant: 0.9)`, capped at
 {caps.get("per_traj_cap", "n/a")} calls per trajectory as in the run (rho cap
-{caps.get("rho", "n/a")}, oracle backend at search time `{caps.get("oracle", "n/a")}`).
+{caps.get("rho", "n/a")}, oracle backend at search time `{caps.get("oracle", "n/a")}`;
+variants {", ".join(f"`{v}`" for v in caps.get("variants") or ()) or "n/a"}, any other raises
+`ValueError` as in the sandbox). The metrics and thresholds above were measured with the
+judge answering: without one, a trajectory the program would escalate keeps the score it
+had before asking.
 Discovery: entry point group `monsearch.monitors`, name `{name}`.
 
 ## Inspect AI

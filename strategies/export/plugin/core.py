@@ -281,6 +281,11 @@ class _OracleHook:
         hook = self
 
         def oracle(traj: Any = None, variant: str | None = None) -> float | None:
+            if variant is not None and (not isinstance(variant, str) or variant not in _VARIANTS):
+                # The sandbox's rule: an unknown name is the program's error, not a query.
+                raise ValueError(
+                    f"unknown oracle variant {variant!r}; allowed: {', '.join(sorted(_VARIANTS))}"
+                )
             if hook.host is None or hook.traj is None:
                 return None  # no judge in the plugin unless a host passes one
             if hook.cap is not None and hook.calls >= hook.cap:
@@ -335,6 +340,10 @@ def _fallback() -> float:
     # The sandbox gives a failed trajectory the lowest valid score of the run.
     value = MONITOR.get("fallback_score")
     return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+#: The variant names ``oracle(traj, variant)`` accepts (the run's, from the metadata).
+_VARIANTS = frozenset((MONITOR.get("query_caps") or {}).get("variants") or ("default",))
 
 
 def _cap() -> int | None:
