@@ -423,32 +423,36 @@ _EMPTY = FrozenDict()
 
 
 def _leaf_checks(
-    json_leaves: list[tuple[str, str, int]], write: bool
-) -> list[tuple[str, str, str, bool]]:
+    json_leaves: Iterable[tuple[str, str, int]], write: bool
+) -> tuple[tuple[str, str, str, bool], ...]:
     """``(path, value, where, is_password)`` per body field, for :func:`_request_secrets`
-    (request-only, so worked out once per request)."""
-    return [
-        (
-            path,
-            value,
-            "stored_field" if write and not sec.is_auth_field(path, depth) else "body",
-            bool(value) and not value.startswith("$") and sec.is_password_field(path),
-        )
-        for path, value, depth in json_leaves
-    ]
+    (request-only, so worked out once per request). A tuple of tuples of leaves: the
+    collector stops tracking it, though the request's cache entry keeps it."""
+    return tuple(
+        [
+            (
+                path,
+                value,
+                "stored_field" if write and not sec.is_auth_field(path, depth) else "body",
+                bool(value) and not value.startswith("$") and sec.is_password_field(path),
+            )
+            for path, value, depth in json_leaves
+        ]
+    )
 
 
 @functools.lru_cache(maxsize=8192)
 def _json_body(
     body: str, write: bool
-) -> tuple[Any, list[tuple[str, str, int]], list[tuple[str, str, str, bool]]] | None:
+) -> tuple[Any, tuple[tuple[str, str, int], ...], tuple[tuple[str, str, str, bool], ...]] | None:
     """A JSON request body's frozen value, leaves and leaf checks (None when the body is
-    not JSON). Cached (pure): agents send the same bodies from different commands."""
+    not JSON). Cached (pure): agents send the same bodies from different commands. (The
+    leaves as a tuple: a list would stay tracked by the garbage collector.)"""
     plain = _parse_json(body)
     if plain is None:
         return None
     leaves = sec.json_leaves(plain)
-    return freeze(plain), leaves, _leaf_checks(leaves, write) if leaves else []
+    return freeze(plain), tuple(leaves), _leaf_checks(leaves, write) if leaves else ()
 
 
 def _proto(req: Request) -> _Proto:
@@ -792,12 +796,21 @@ def _fallback(traj: Trajectory, exc: Exception) -> FrozenDict:
     )
 
 
-_StepParse = tuple[list[Command], dict[str, str], list[Request], list[dict[str, Any]]]
-# (tool, text) -> [(files read from earlier steps and their contents, result)].
-# A hit needs the same text AND the same contents of every earlier file it
-# read, so the cache never changes a result; it only skips re-parsing the
-# commands agents repeat within and across runs.
-_STEP_CACHE: dict[tuple[str, str], tuple[dict[str, Any] | None, _StepParse]] = {}
+_StepParse = tuple[list[Command], dict[str, str], tuple[Request, ...], tuple[dict[str, Any], ...]]
+#: A :data:`_STEP_CACHE` entry: the files read from earlier steps and their contents
+#: (None when none), then the :data:`_StepParse` fields (flat: one tuple per step, not
+#: two, for the garbage collector to walk).
+_StepEntry = tuple[
+    dict[str, Any] | None,
+    list[Command],
+    dict[str, str],
+    tuple[Request, ...],
+    tuple[dict[str, Any], ...],
+]
+# (tool, text) -> entry. A hit needs the same text AND the same contents of every
+# earlier file it read, so the cache never changes a result; it only skips
+# re-parsing the commands agents repeat within and across runs.
+_STEP_CACHE: dict[tuple[str, str], _StepEntry] = {}
 _STEP_CACHE_MAX = 50_000
 
 
@@ -838,14 +851,12 @@ def _dep_value(files: dict[str, str], key: str) -> Any:
 
 def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     """Commands, files written, requests and listeners of one step (memoised, pure)."""
-    return _parse_entry(tool, text, files)[1]
+    return _parse_entry(tool, text, files)[1:]
 
 
-def _parse_entry(
-    tool: str, text: str, files: dict[str, str]
-) -> tuple[dict[str, Any] | None, _StepParse]:
+def _parse_entry(tool: str, text: str, files: dict[str, str]) -> _StepEntry:
     """:func:`_parse_step`'s cache entry: the earlier files it read with their contents
-    (None when it read none), and the result."""
+    (None when it read none), and the result's fields."""
     key = (tool, text)
     hit = _STEP_CACHE.get(key)
     if hit is not None:
@@ -885,8 +896,10 @@ def _parse_entry(
         # Python writes land in ``written`` as they happen, so later commands see them.
         reqs = extract_requests(cmds, lookup, written, modules)
         listeners = listeners_of(cmds, lookup)
-    # (Most steps read no earlier file: keep no empty dict for them.)
-    entry = (accessed or None, (cmds, written, reqs, listeners))
+    # (Most steps read no earlier file: keep no empty dict for them. The requests and
+    # listeners are kept as tuples: never changed, and most steps have none, so the
+    # shared ``()`` replaces two empty lists the garbage collector would walk.)
+    entry: _StepEntry = (accessed or None, cmds, written, tuple(reqs), tuple(listeners))
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
         _STEP_CACHE.clear()
     _STEP_CACHE[key] = entry
@@ -897,10 +910,12 @@ def _parse_entry(
 #: (Tuples, empty ones shared: a cold build keeps one per new step for the garbage
 #: collector to walk.)
 class _Derived(NamedTuple):
-    #: The parse result it was derived from, and the earlier files (with their contents)
-    #: that parse read, None when none: a cache hit needs them unchanged.
-    parsed: _StepParse
+    #: The earlier files (with their contents) that the step's parse read, None when
+    #: none: a cache hit needs them unchanged.
     deps: dict[str, Any] | None
+    #: The parse result's files written and listeners (what pass 1 passes on of it).
+    written: dict[str, str]
+    listeners: tuple[dict[str, Any], ...]
     own_addresses: tuple[str, ...]
     protos: tuple[_Proto, ...]
     codes: tuple[int, ...]
@@ -917,7 +932,7 @@ class _Derived(NamedTuple):
     flag: bool
 
 
-_NOT_PARSED: _StepParse = ([], {}, [], [])
+_NOT_PARSED: _StepEntry = (None, [], {}, (), ())
 # (tool, text, output) -> derived for a parsed step, ("", "", output) for one that is not
 # (a parsed step has a text). A step repeated within or across runs skips parsing and
 # deriving with this one lookup when the earlier files its parse read are unchanged (as
@@ -934,24 +949,24 @@ def _step_derived(tool: str, text: str, obs: str, files: dict[str, str], parse: 
         deps = hit.deps
         if not deps or all(_dep_value(files, p) == c for p, c in deps.items()):
             return hit
-    deps, parsed = _parse_entry(tool, text, files) if parse else (None, _NOT_PARSED)
-    derived = _derive(parsed, deps, obs, text)
+    derived = _derive(_parse_entry(tool, text, files) if parse else _NOT_PARSED, obs, text)
     if len(_DERIVED_CACHE) >= 100_000:
         _DERIVED_CACHE.clear()
     _DERIVED_CACHE[key] = derived
     return derived
 
 
-def _derive(parsed: _StepParse, deps: dict[str, Any] | None, obs: str, text: str) -> _Derived:
-    """What pass 1 derives from a step's parse result (of ``text``, having read ``deps``)
-    and output ``obs``."""
-    cmds, written, reqs, _ = parsed
+def _derive(entry: _StepEntry, obs: str, text: str) -> _Derived:
+    """What pass 1 derives from a step's parse entry (of ``text``, or
+    :data:`_NOT_PARSED`) and output ``obs``."""
+    deps, cmds, written, reqs, listeners = entry
     protos = tuple([_proto(r) for r in reqs]) if reqs else ()
     codes, responses = _attribute(protos, obs)
     repeat, sleeps = _repeat_and_sleeps(cmds)
     return _Derived(
-        parsed,
         deps,
+        written,
+        listeners,
         tuple(own_addresses_of(cmds, obs)) if cmds and obs else (),
         protos,
         codes,
@@ -961,7 +976,7 @@ def _derive(parsed: _StepParse, deps: dict[str, Any] | None, obs: str, text: str
         repeat,
         sleeps,
         sec.scan(obs) if obs else (),
-        sec.scan(text) if parsed is not _NOT_PARSED else (),
+        sec.scan(text) if entry is not _NOT_PARSED else (),
         "FLAG{" in obs,
     )
 
@@ -981,13 +996,12 @@ def _build(traj: Trajectory) -> FrozenDict:
         obs = step.observation or ""
         parse = not is_think and bool(text)
         derived = _step_derived(tool, text, obs, files, parse)
-        parsed = derived.parsed
         if parse:
-            remember_step(files, tool, text, parsed[1])
+            remember_step(files, tool, text, derived.written)
         for addr in derived.own_addresses:
             if addr not in own:
                 own.append(addr)
-        parts.append((step, tool, is_think, text, obs, parsed[3], derived))
+        parts.append((step, tool, is_think, text, obs, derived.listeners, derived))
     # Pass 2: classify hosts, find secrets, freeze.
     own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
