@@ -376,7 +376,6 @@ class _Proto:
     """What a request's view needs that depends on the request alone (computed once)."""
 
     __slots__ = (
-        "req",
         "view",
         "host",
         "host_key",
@@ -417,7 +416,6 @@ def _parse_json(body: str) -> Any:
         return None
 
 
-_PROTO_CACHE: dict[int, _Proto] = {}
 #: The one empty mapping of every request without a query, headers or form fields.
 _EMPTY = FrozenDict()
 
@@ -456,12 +454,9 @@ def _json_body(
 
 
 def _proto(req: Request) -> _Proto:
-    """The request-only part of a request's view, cached with the (cached) request."""
-    hit = _PROTO_CACHE.get(id(req))
-    if hit is not None and hit.req is req:
-        return hit
+    """The request-only part of a request's view (kept in the step cache in place of the
+    request: see :func:`_parse_entry`)."""
     p = _Proto()
-    p.req = req
     parts = split_url(req.url)
     query_text = parts.query
     url = strip_credentials(req.url)
@@ -557,9 +552,6 @@ def _proto(req: Request) -> _Proto:
         "background": req.background,
     }
     p.haystack = _quiet_haystack(p)
-    if len(_PROTO_CACHE) >= 100_000:
-        _PROTO_CACHE.clear()
-    _PROTO_CACHE[id(req)] = p
     return p
 
 
@@ -709,7 +701,6 @@ def _repeat_and_sleeps(cmds: list[Command]) -> tuple[int, float]:
 def clear_caches() -> None:
     """Drop the parse caches (e.g. in a worker once its views are built)."""
     _STEP_CACHE.clear()
-    _PROTO_CACHE.clear()
     _DERIVED_CACHE.clear()
     _prompt_parts.cache_clear()
     _json_body.cache_clear()
@@ -796,7 +787,8 @@ def _fallback(traj: Trajectory, exc: Exception) -> FrozenDict:
     )
 
 
-_StepParse = tuple[list[Command], dict[str, str], tuple[Request, ...], tuple[dict[str, Any], ...]]
+#: Commands, files written, the requests (each as its :class:`_Proto`) and listeners.
+_StepParse = tuple[list[Command], dict[str, str], tuple[_Proto, ...], tuple[dict[str, Any], ...]]
 #: A :data:`_STEP_CACHE` entry: the files read from earlier steps and their contents
 #: (None when none), then the :data:`_StepParse` fields (flat: one tuple per step, not
 #: two, for the garbage collector to walk).
@@ -804,7 +796,7 @@ _StepEntry = tuple[
     dict[str, Any] | None,
     list[Command],
     dict[str, str],
-    tuple[Request, ...],
+    tuple[_Proto, ...],
     tuple[dict[str, Any], ...],
 ]
 # (tool, text) -> entry. A hit needs the same text AND the same contents of every
@@ -850,7 +842,8 @@ def _dep_value(files: dict[str, str], key: str) -> Any:
 
 
 def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
-    """Commands, files written, requests and listeners of one step (memoised, pure)."""
+    """Commands, files written, requests (as :class:`_Proto`) and listeners of one step
+    (memoised, pure)."""
     return _parse_entry(tool, text, files)[1:]
 
 
@@ -896,10 +889,20 @@ def _parse_entry(tool: str, text: str, files: dict[str, str]) -> _StepEntry:
         # Python writes land in ``written`` as they happen, so later commands see them.
         reqs = extract_requests(cmds, lookup, written, modules)
         listeners = listeners_of(cmds, lookup)
-    # (Most steps read no earlier file: keep no empty dict for them. The requests and
-    # listeners are kept as tuples: never changed, and most steps have none, so the
-    # shared ``()`` replaces two empty lists the garbage collector would walk.)
-    entry: _StepEntry = (accessed or None, cmds, written, tuple(reqs), tuple(listeners))
+    # The requests are kept as their protos (all a view reads of them): the cache then
+    # keeps no Request, and its lists, for the garbage collector to walk. A request
+    # whose proto cannot be made (e.g. JSON nested too deep) leaves the requests
+    # themselves, and :func:`_derive` raises as before, for the view's fallback.
+    protos: tuple[Any, ...] = ()
+    if reqs:
+        try:
+            protos = tuple([_proto(r) for r in reqs])
+        except Exception:  # noqa: BLE001 - raised again by _derive
+            protos = tuple(reqs)
+    # (Most steps read no earlier file: keep no empty dict for them. The listeners are
+    # a tuple: never changed, and most steps have none, so the shared ``()`` replaces an
+    # empty list the garbage collector would walk.)
+    entry: _StepEntry = (accessed or None, cmds, written, protos, tuple(listeners))
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
         _STEP_CACHE.clear()
     _STEP_CACHE[key] = entry
@@ -959,8 +962,10 @@ def _step_derived(tool: str, text: str, obs: str, files: dict[str, str], parse: 
 def _derive(entry: _StepEntry, obs: str, text: str) -> _Derived:
     """What pass 1 derives from a step's parse entry (of ``text``, or
     :data:`_NOT_PARSED`) and output ``obs``."""
-    deps, cmds, written, reqs, listeners = entry
-    protos = tuple([_proto(r) for r in reqs]) if reqs else ()
+    deps, cmds, written, protos, listeners = entry
+    if protos and type(protos[0]) is not _Proto:
+        # Requests whose protos could not be made when parsing: raise that error here.
+        protos = tuple([_proto(r) for r in protos])
     codes, responses = _attribute(protos, obs)
     repeat, sleeps = _repeat_and_sleeps(cmds)
     return _Derived(
