@@ -1041,7 +1041,11 @@ def _build(traj: Trajectory) -> FrozenDict:
                         col.add(kind, value, "command", pos)
         elif is_think:
             col.text(text, "think", pos)
-        col.scanned(derived.obs_found, obs, "observation", pos)
+        # (:meth:`_Secrets.scanned` does nothing without findings or known values to
+        # look for, as in most steps: skip the call then.)
+        obs_found = derived.obs_found
+        if obs_found or (col.known and len(obs) >= 6):
+            col.scanned(obs_found, obs, "observation", pos)
         if listeners:
             listeners = tuple([FrozenDict(li, step=pos) for li in listeners])
             all_listeners += listeners
@@ -1050,9 +1054,11 @@ def _build(traj: Trajectory) -> FrozenDict:
         index = step.index if isinstance(step.index, int) else pos
         if flag_step < 0 and derived.flag:
             flag_step = index
-        secrets = col.take()
-        if secrets:
+        if col.items:
+            secrets = col.take()
             all_secrets += secrets
+        else:
+            secrets = ()
         codes = derived.codes
         steps.append(
             FrozenDict(
