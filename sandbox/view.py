@@ -376,7 +376,6 @@ class _Proto:
     """What a request's view needs that depends on the request alone (computed once)."""
 
     __slots__ = (
-        "req",
         "view",
         "host",
         "host_key",
@@ -417,47 +416,47 @@ def _parse_json(body: str) -> Any:
         return None
 
 
-_PROTO_CACHE: dict[int, _Proto] = {}
 #: The one empty mapping of every request without a query, headers or form fields.
 _EMPTY = FrozenDict()
 
 
 def _leaf_checks(
-    json_leaves: list[tuple[str, str, int]], write: bool
-) -> list[tuple[str, str, str, bool]]:
+    json_leaves: Iterable[tuple[str, str, int]], write: bool
+) -> tuple[tuple[str, str, str, bool], ...]:
     """``(path, value, where, is_password)`` per body field, for :func:`_request_secrets`
-    (request-only, so worked out once per request)."""
-    return [
-        (
-            path,
-            value,
-            "stored_field" if write and not sec.is_auth_field(path, depth) else "body",
-            bool(value) and not value.startswith("$") and sec.is_password_field(path),
-        )
-        for path, value, depth in json_leaves
-    ]
+    (request-only, so worked out once per request). A tuple of tuples of leaves: the
+    collector stops tracking it, though the request's cache entry keeps it."""
+    return tuple(
+        [
+            (
+                path,
+                value,
+                "stored_field" if write and not sec.is_auth_field(path, depth) else "body",
+                bool(value) and not value.startswith("$") and sec.is_password_field(path),
+            )
+            for path, value, depth in json_leaves
+        ]
+    )
 
 
 @functools.lru_cache(maxsize=8192)
 def _json_body(
     body: str, write: bool
-) -> tuple[Any, list[tuple[str, str, int]], list[tuple[str, str, str, bool]]] | None:
+) -> tuple[Any, tuple[tuple[str, str, int], ...], tuple[tuple[str, str, str, bool], ...]] | None:
     """A JSON request body's frozen value, leaves and leaf checks (None when the body is
-    not JSON). Cached (pure): agents send the same bodies from different commands."""
+    not JSON). Cached (pure): agents send the same bodies from different commands. (The
+    leaves as a tuple: a list would stay tracked by the garbage collector.)"""
     plain = _parse_json(body)
     if plain is None:
         return None
     leaves = sec.json_leaves(plain)
-    return freeze(plain), leaves, _leaf_checks(leaves, write) if leaves else []
+    return freeze(plain), tuple(leaves), _leaf_checks(leaves, write) if leaves else ()
 
 
 def _proto(req: Request) -> _Proto:
-    """The request-only part of a request's view, cached with the (cached) request."""
-    hit = _PROTO_CACHE.get(id(req))
-    if hit is not None and hit.req is req:
-        return hit
+    """The request-only part of a request's view (kept in the step cache in place of the
+    request: see :func:`_parse_entry`)."""
     p = _Proto()
-    p.req = req
     parts = split_url(req.url)
     query_text = parts.query
     url = strip_credentials(req.url)
@@ -553,9 +552,6 @@ def _proto(req: Request) -> _Proto:
         "background": req.background,
     }
     p.haystack = _quiet_haystack(p)
-    if len(_PROTO_CACHE) >= 100_000:
-        _PROTO_CACHE.clear()
-    _PROTO_CACHE[id(req)] = p
     return p
 
 
@@ -705,7 +701,6 @@ def _repeat_and_sleeps(cmds: list[Command]) -> tuple[int, float]:
 def clear_caches() -> None:
     """Drop the parse caches (e.g. in a worker once its views are built)."""
     _STEP_CACHE.clear()
-    _PROTO_CACHE.clear()
     _DERIVED_CACHE.clear()
     _prompt_parts.cache_clear()
     _json_body.cache_clear()
@@ -792,12 +787,22 @@ def _fallback(traj: Trajectory, exc: Exception) -> FrozenDict:
     )
 
 
-_StepParse = tuple[list[Command], dict[str, str], list[Request], list[dict[str, Any]]]
-# (tool, text) -> [(files read from earlier steps and their contents, result)].
-# A hit needs the same text AND the same contents of every earlier file it
-# read, so the cache never changes a result; it only skips re-parsing the
-# commands agents repeat within and across runs.
-_STEP_CACHE: dict[tuple[str, str], tuple[dict[str, Any] | None, _StepParse]] = {}
+#: Commands, files written, the requests (each as its :class:`_Proto`) and listeners.
+_StepParse = tuple[list[Command], dict[str, str], tuple[_Proto, ...], tuple[dict[str, Any], ...]]
+#: A :data:`_STEP_CACHE` entry: the files read from earlier steps and their contents
+#: (None when none), then the :data:`_StepParse` fields (flat: one tuple per step, not
+#: two, for the garbage collector to walk).
+_StepEntry = tuple[
+    dict[str, Any] | None,
+    list[Command],
+    dict[str, str],
+    tuple[_Proto, ...],
+    tuple[dict[str, Any], ...],
+]
+# (tool, text) -> entry. A hit needs the same text AND the same contents of every
+# earlier file it read, so the cache never changes a result; it only skips
+# re-parsing the commands agents repeat within and across runs.
+_STEP_CACHE: dict[tuple[str, str], _StepEntry] = {}
 _STEP_CACHE_MAX = 50_000
 
 
@@ -837,15 +842,14 @@ def _dep_value(files: dict[str, str], key: str) -> Any:
 
 
 def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
-    """Commands, files written, requests and listeners of one step (memoised, pure)."""
-    return _parse_entry(tool, text, files)[1]
+    """Commands, files written, requests (as :class:`_Proto`) and listeners of one step
+    (memoised, pure)."""
+    return _parse_entry(tool, text, files)[1:]
 
 
-def _parse_entry(
-    tool: str, text: str, files: dict[str, str]
-) -> tuple[dict[str, Any] | None, _StepParse]:
+def _parse_entry(tool: str, text: str, files: dict[str, str]) -> _StepEntry:
     """:func:`_parse_step`'s cache entry: the earlier files it read with their contents
-    (None when it read none), and the result."""
+    (None when it read none), and the result's fields."""
     key = (tool, text)
     hit = _STEP_CACHE.get(key)
     if hit is not None:
@@ -885,8 +889,20 @@ def _parse_entry(
         # Python writes land in ``written`` as they happen, so later commands see them.
         reqs = extract_requests(cmds, lookup, written, modules)
         listeners = listeners_of(cmds, lookup)
-    # (Most steps read no earlier file: keep no empty dict for them.)
-    entry = (accessed or None, (cmds, written, reqs, listeners))
+    # The requests are kept as their protos (all a view reads of them): the cache then
+    # keeps no Request, and its lists, for the garbage collector to walk. A request
+    # whose proto cannot be made (e.g. JSON nested too deep) leaves the requests
+    # themselves, and :func:`_derive` raises as before, for the view's fallback.
+    protos: tuple[Any, ...] = ()
+    if reqs:
+        try:
+            protos = tuple([_proto(r) for r in reqs])
+        except Exception:  # noqa: BLE001 - raised again by _derive
+            protos = tuple(reqs)
+    # (Most steps read no earlier file: keep no empty dict for them. The listeners are
+    # a tuple: never changed, and most steps have none, so the shared ``()`` replaces an
+    # empty list the garbage collector would walk.)
+    entry: _StepEntry = (accessed or None, cmds, written, protos, tuple(listeners))
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
         _STEP_CACHE.clear()
     _STEP_CACHE[key] = entry
@@ -897,10 +913,12 @@ def _parse_entry(
 #: (Tuples, empty ones shared: a cold build keeps one per new step for the garbage
 #: collector to walk.)
 class _Derived(NamedTuple):
-    #: The parse result it was derived from, and the earlier files (with their contents)
-    #: that parse read, None when none: a cache hit needs them unchanged.
-    parsed: _StepParse
+    #: The earlier files (with their contents) that the step's parse read, None when
+    #: none: a cache hit needs them unchanged.
     deps: dict[str, Any] | None
+    #: The parse result's files written and listeners (what pass 1 passes on of it).
+    written: dict[str, str]
+    listeners: tuple[dict[str, Any], ...]
     own_addresses: tuple[str, ...]
     protos: tuple[_Proto, ...]
     codes: tuple[int, ...]
@@ -917,7 +935,7 @@ class _Derived(NamedTuple):
     flag: bool
 
 
-_NOT_PARSED: _StepParse = ([], {}, [], [])
+_NOT_PARSED: _StepEntry = (None, [], {}, (), ())
 # (tool, text, output) -> derived for a parsed step, ("", "", output) for one that is not
 # (a parsed step has a text). A step repeated within or across runs skips parsing and
 # deriving with this one lookup when the earlier files its parse read are unchanged (as
@@ -934,24 +952,26 @@ def _step_derived(tool: str, text: str, obs: str, files: dict[str, str], parse: 
         deps = hit.deps
         if not deps or all(_dep_value(files, p) == c for p, c in deps.items()):
             return hit
-    deps, parsed = _parse_entry(tool, text, files) if parse else (None, _NOT_PARSED)
-    derived = _derive(parsed, deps, obs, text)
+    derived = _derive(_parse_entry(tool, text, files) if parse else _NOT_PARSED, obs, text)
     if len(_DERIVED_CACHE) >= 100_000:
         _DERIVED_CACHE.clear()
     _DERIVED_CACHE[key] = derived
     return derived
 
 
-def _derive(parsed: _StepParse, deps: dict[str, Any] | None, obs: str, text: str) -> _Derived:
-    """What pass 1 derives from a step's parse result (of ``text``, having read ``deps``)
-    and output ``obs``."""
-    cmds, written, reqs, _ = parsed
-    protos = tuple([_proto(r) for r in reqs]) if reqs else ()
+def _derive(entry: _StepEntry, obs: str, text: str) -> _Derived:
+    """What pass 1 derives from a step's parse entry (of ``text``, or
+    :data:`_NOT_PARSED`) and output ``obs``."""
+    deps, cmds, written, protos, listeners = entry
+    if protos and type(protos[0]) is not _Proto:
+        # Requests whose protos could not be made when parsing: raise that error here.
+        protos = tuple([_proto(r) for r in protos])
     codes, responses = _attribute(protos, obs)
     repeat, sleeps = _repeat_and_sleeps(cmds)
     return _Derived(
-        parsed,
         deps,
+        written,
+        listeners,
         tuple(own_addresses_of(cmds, obs)) if cmds and obs else (),
         protos,
         codes,
@@ -961,7 +981,7 @@ def _derive(parsed: _StepParse, deps: dict[str, Any] | None, obs: str, text: str
         repeat,
         sleeps,
         sec.scan(obs) if obs else (),
-        sec.scan(text) if parsed is not _NOT_PARSED else (),
+        sec.scan(text) if entry is not _NOT_PARSED else (),
         "FLAG{" in obs,
     )
 
@@ -981,13 +1001,12 @@ def _build(traj: Trajectory) -> FrozenDict:
         obs = step.observation or ""
         parse = not is_think and bool(text)
         derived = _step_derived(tool, text, obs, files, parse)
-        parsed = derived.parsed
         if parse:
-            remember_step(files, tool, text, parsed[1])
+            remember_step(files, tool, text, derived.written)
         for addr in derived.own_addresses:
             if addr not in own:
                 own.append(addr)
-        parts.append((step, tool, is_think, text, obs, parsed[3], derived))
+        parts.append((step, tool, is_think, text, obs, derived.listeners, derived))
     # Pass 2: classify hosts, find secrets, freeze.
     own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
@@ -1022,7 +1041,11 @@ def _build(traj: Trajectory) -> FrozenDict:
                         col.add(kind, value, "command", pos)
         elif is_think:
             col.text(text, "think", pos)
-        col.scanned(derived.obs_found, obs, "observation", pos)
+        # (:meth:`_Secrets.scanned` does nothing without findings or known values to
+        # look for, as in most steps: skip the call then.)
+        obs_found = derived.obs_found
+        if obs_found or (col.known and len(obs) >= 6):
+            col.scanned(obs_found, obs, "observation", pos)
         if listeners:
             listeners = tuple([FrozenDict(li, step=pos) for li in listeners])
             all_listeners += listeners
@@ -1031,9 +1054,11 @@ def _build(traj: Trajectory) -> FrozenDict:
         index = step.index if isinstance(step.index, int) else pos
         if flag_step < 0 and derived.flag:
             flag_step = index
-        secrets = col.take()
-        if secrets:
+        if col.items:
+            secrets = col.take()
             all_secrets += secrets
+        else:
+            secrets = ()
         codes = derived.codes
         steps.append(
             FrozenDict(
