@@ -919,7 +919,9 @@ def _parse_uncached(text: str) -> list[object]:
 #: there, or the next token fails to start where it ends. (Only ASCII digits start an
 #: operator, as in :data:`_OP_FIRST`, and :func:`tokenize` reads ``2\u0663>`` as a word:
 #: an operator's leading digits are ``[0-9]``, not ``\d``.)
-_PLAIN_BLANKS = r"(?:[ \t\r\f\v]++|\\\n)*+"
+#: (Blanks first, then each backslash-newline with the blanks after it: the same text as
+#: ``(?:[ \t\r\f\v]++|\\\n)*+``, without a turn of a repeated alternation per token.)
+_PLAIN_BLANKS = r"[ \t\r\f\v]*+(?:\\\n[ \t\r\f\v]*+)*+"
 _PLAIN_OP = (
     r"(?=[&|;<>\n0-9])(?!;;|;&|\|&|<<(?!<))(?:" + _OP.pattern.replace(r"|\d*", "|[0-9]*") + ")"
 )
@@ -1213,6 +1215,30 @@ def _remember_word(w: str, val: str) -> str:
     return val
 
 
+#: The leading assignments of a command that has none (never written to).
+_NO_ASSIGNS: dict[str, str] = {}
+
+
+def _assignments(
+    words: list[str], env: dict[str, str], subst: Callable[[str], str | None] | None
+) -> tuple[int, dict[str, str], list[str]]:
+    """The leading ``NAME=value`` words of a command: how many, the known values, and the
+    names whose value is unknown."""
+    k = 0
+    assigns: dict[str, str] = {}
+    unknown: list[str] = []
+    while k < len(words) and "=" in words[k] and (m := _ASSIGN.match(words[k])):
+        val, ok = expand_word(m.group(3), {**env, **assigns}, subst)
+        name = m.group(1)
+        if ok:
+            assigns[name] = (env.get(name, "") + val) if m.group(2) else val
+        else:
+            # Unknown values (e.g. TOKEN=$(curl ... | jq)) stay as "$TOKEN".
+            unknown.append(name)
+        k += 1
+    return k, assigns, unknown
+
+
 class _Interp:
     def __init__(self, files: FileLookup | None):
         self.files = files
@@ -1469,19 +1495,12 @@ class _Interp:
     ) -> None:
         # Only a "$(" or a backtick makes expand_word call ``subst``: spare the closure.
         subst = self.make_subst(env, repeat) if "$(" in raw or "`" in raw else None
-        # Leading assignments.
+        # Leading assignments (most commands start with a name: no dict or list for them).
         k = 0
-        assigns: dict[str, str] = {}
-        unknown: list[str] = []
-        while k < len(words) and "=" in words[k] and (m := _ASSIGN.match(words[k])):
-            val, ok = expand_word(m.group(3), {**env, **assigns}, subst)
-            name = m.group(1)
-            if ok:
-                assigns[name] = (env.get(name, "") + val) if m.group(2) else val
-            else:
-                # Unknown values (e.g. TOKEN=$(curl ... | jq)) stay as "$TOKEN".
-                unknown.append(name)
-            k += 1
+        assigns: dict[str, str] = _NO_ASSIGNS
+        unknown: list[str] | tuple[()] = ()
+        if words and "=" in words[0]:
+            k, assigns, unknown = _assignments(words, env, subst)
         if k == len(words):
             for name in unknown:
                 env.pop(name, None)
