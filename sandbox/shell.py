@@ -1567,7 +1567,11 @@ class _Interp:
             elif op.lstrip("0123456789&") in (">", ">>", ">|") and tgt and not op.startswith("2"):
                 cmd.stdout_file = tgt
                 cmd.append = op.endswith(">>")
-        self.unwrap(cmd, env, repeat)
+        name = argv[0] if argv else ""
+        if "/" in name or name in _UNWRAP_NAMES:
+            self.unwrap(cmd, env, repeat)
+        elif argv:
+            self._emit(cmd, argv)  # no wrapper to strip: unwrap's loop would stop at once
 
     def unwrap(self, cmd: Command, env: dict[str, str], repeat: int) -> None:
         """Strip wrapper commands, recurse into ``bash -c``/``eval``/``xargs``, then emit."""
@@ -1636,8 +1640,12 @@ class _Interp:
             else:
                 break
         cmd.argv = argv
-        if not argv:
-            return
+        if argv:
+            self._emit(cmd, argv)
+
+    def _emit(self, cmd: Command, argv: list[str]) -> None:
+        """Record the command ``cmd`` (its argv unwrapped): its folder, known output and
+        the files it writes."""
         if argv[0] in ("cd", "pushd"):
             self.cwd = _change_dir(self.cwd, argv[1:])
         # (_static_output, without building the bound lookup for the other commands.)
