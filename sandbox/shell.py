@@ -395,7 +395,9 @@ def expand_word(
     Returns ``(value, known)``; unknown expansions are kept literally.
     ``subst`` evaluates a command substitution's inner text (or returns None).
     """
-    if _NEEDS_EXPANSION.search(raw) is None:
+    # (_NEEDS_EXPANSION.search(raw) is None, by five scans in C: the regex engine costs
+    # about fifty instructions a character, and values are often long tokens.)
+    if not ("'" in raw or '"' in raw or "$" in raw or "\\" in raw or "`" in raw):
         return raw, True
     if raw[0] == "'" and raw.find("'", 1) == len(raw) - 1:
         return raw[1:-1], True  # one '...' string (the loop gives the same)
@@ -919,7 +921,9 @@ def _parse_uncached(text: str) -> list[object]:
 #: there, or the next token fails to start where it ends. (Only ASCII digits start an
 #: operator, as in :data:`_OP_FIRST`, and :func:`tokenize` reads ``2\u0663>`` as a word:
 #: an operator's leading digits are ``[0-9]``, not ``\d``.)
-_PLAIN_BLANKS = r"(?:[ \t\r\f\v]++|\\\n)*+"
+#: (Blanks first, then each backslash-newline with the blanks after it: the same text as
+#: ``(?:[ \t\r\f\v]++|\\\n)*+``, without a turn of a repeated alternation per token.)
+_PLAIN_BLANKS = r"[ \t\r\f\v]*+(?:\\\n[ \t\r\f\v]*+)*+"
 _PLAIN_OP = (
     r"(?=[&|;<>\n0-9])(?!;;|;&|\|&|<<(?!<))(?:" + _OP.pattern.replace(r"|\d*", "|[0-9]*") + ")"
 )
@@ -945,6 +949,10 @@ _NOT_PLAIN_FIRST = frozenset(
 
 #: A plain token: (operator, None) or (None, word), as :data:`_PLAIN_TOKEN` reads it.
 _PlainToken = tuple[str | None, str | None]
+#: One simple command of a plain text: the fields of its :class:`Simple` node.
+_PlainPart = tuple[list[str], list[tuple[str, str | None, Token]], str]
+#: A plain text's pipelines: the parts and ``background`` of each :class:`Pipeline` node.
+_PlainPlan = list[tuple[list[_PlainPart], bool]]
 
 
 def _parse_plain(text: str) -> list[object] | None:
@@ -953,6 +961,16 @@ def _parse_plain(text: str) -> list[object] | None:
     commands or comments: what ``_Parser(tokenize(text)).parse_list`` returns for it,
     without building the tokens. None for any other text (an empty command, a keyword,
     an unknown character...), which the parser then reads."""
+    plan = _plain_plan(text)
+    if plan is None:
+        return None
+    return [Pipeline([Simple(*part) for part in parts], bg) for parts, bg in plan]
+
+
+def _plain_plan(text: str) -> _PlainPlan | None:
+    """:func:`_parse_plain`'s AST as tuples (:data:`_PlainPlan`), or None. A whole text is
+    run once (:func:`run_script`): :meth:`_Interp.run_plain` walks the tuples, and the
+    nodes (a couple of thousand instructions each to build) are never made."""
     if text.lstrip().startswith(_COMPOUND):
         return None  # surely not plain: spare the scan of a loop's text
     heredocs: list[Token] = []
@@ -969,16 +987,16 @@ def _parse_plain(text: str) -> list[object] | None:
         if any(split[0:-1:3]) or split[-1].strip(" \t\r\f\v"):
             return None
         if not any(split[1::3]):
-            # No operator, the commonest text: one simple command (_plain_ast's result).
+            # No operator, the commonest text: one simple command (as the general case).
             words = split[2::3]
             if not words or words[0] in _NOT_PLAIN_FIRST:
                 return None
-            return [Pipeline([Simple(words, [], " ".join(words))])]
+            return [([(words, [], " ".join(words))], False)]
         ops = split[1::3]
         if _SEPS_OR_WORD.issuperset(ops):
-            return _plain_seps_ast(ops, split[2::3])
+            return _plain_seps_plan(ops, split[2::3])
         tokens = zip(ops, split[2::3], strict=True)
-    return _plain_ast(tokens, iter(heredocs))
+    return _plain_tokens_plan(tokens, iter(heredocs))
 
 
 def _heredoc_tokens(text: str, heredocs: list[Token]) -> list[_PlainToken] | None:
@@ -1024,13 +1042,13 @@ def _heredoc_tokens(text: str, heredocs: list[Token]) -> list[_PlainToken] | Non
             tok.heredoc, pos = _read_heredoc(text, pos, delim, strip_tabs)
 
 
-def _plain_seps_ast(ops: list[str | None], words: list[str | None]) -> list[object] | None:
-    """:func:`_plain_ast` of the plain tokens ``zip(ops, words)`` when every operator is a
+def _plain_seps_plan(ops: list[str | None], words: list[str | None]) -> _PlainPlan | None:
+    """:func:`_plain_tokens_plan` of the plain tokens ``zip(ops, words)`` when every operator is a
     separator (no redirection: ``curl ... | jq .`` is most of them). Each command's words
     are then the slice of ``words`` between two operators (None in ``words``), found by
     ``list.index``: a step per command instead of one per token."""
-    pipes: list[object] = []
-    parts: list[object] = []
+    pipes: _PlainPlan = []
+    parts: list[_PlainPart] = []
     start = 0
     for _ in range(words.count(None)):
         k = words.index(None, start)
@@ -1038,32 +1056,34 @@ def _plain_seps_ast(ops: list[str | None], words: list[str | None]) -> list[obje
         cmd = words[start:k]
         start = k + 1
         if not cmd:
-            # (As in _plain_ast: only these separators may come without a command.)
+            # (As in _plain_tokens_plan: only these may come without a command.)
             if not (op == "\n" or (not parts and op in (";", "&"))):
                 return None
             continue
         if cmd[0] in _NOT_PLAIN_FIRST:
             return None
-        parts.append(Simple(cmd, [], " ".join(cmd)))
+        parts.append((cmd, [], " ".join(cmd)))
         if op != "|":
-            pipes.append(Pipeline(parts, op == "&"))
+            pipes.append((parts, op == "&"))
             parts = []
     cmd = words[start:]
     if cmd:
         if cmd[0] in _NOT_PLAIN_FIRST:
             return None
-        parts.append(Simple(cmd, [], " ".join(cmd)))
+        parts.append((cmd, [], " ".join(cmd)))
     if parts:
-        pipes.append(Pipeline(parts))
+        pipes.append((parts, False))
     return pipes or None
 
 
-def _plain_ast(tokens: Iterable[_PlainToken], heredocs: Iterator[Token]) -> list[object] | None:
-    """The parser's AST of plain tokens, or None when the parser would read them
-    differently (a keyword, an empty command...); ``heredocs`` gives the token of each
-    heredoc operator in turn."""
-    pipes: list[object] = []
-    parts: list[object] = []
+def _plain_tokens_plan(
+    tokens: Iterable[_PlainToken], heredocs: Iterator[Token]
+) -> _PlainPlan | None:
+    """The parser's AST of plain tokens as a :data:`_PlainPlan`, or None when the parser
+    would read them differently (a keyword, an empty command...); ``heredocs`` gives the
+    token of each heredoc operator in turn."""
+    pipes: _PlainPlan = []
+    parts: list[_PlainPart] = []
     words: list[str] = []
     reds: list[tuple[str, str | None, Token]] = []
     raw: list[str] = []  # every word of the command, redirection targets included
@@ -1096,21 +1116,21 @@ def _plain_ast(tokens: Iterable[_PlainToken], heredocs: Iterator[Token]) -> list
             continue
         if words[0] in _NOT_PLAIN_FIRST:
             return None
-        parts.append(Simple(words, reds, " ".join(raw)))
+        parts.append((words, reds, " ".join(raw)))
         words, reds, raw = [], [], []
         if op != "|":
-            pipes.append(Pipeline(parts, op == "&"))
+            pipes.append((parts, op == "&"))
             parts = []
     if target_of is not None:
         reds.append((target_of.text, None, target_of))
     if words:
         if words[0] in _NOT_PLAIN_FIRST:
             return None
-        parts.append(Simple(words, reds, " ".join(raw)))
+        parts.append((words, reds, " ".join(raw)))
     elif reds:
         return None
     if parts:
-        pipes.append(Pipeline(parts))
+        pipes.append((parts, False))
     return pipes or None
 
 
@@ -1147,6 +1167,78 @@ _ARITH_FOR = re.compile(
 _COUNTER_COND = re.compile(
     r"\$\{?(\w+)\}?\"?\s+-(lt|le|ne)\s+\"?(\d+)|\(\(\s*(\w+)\s*(<=|<)\s*(\d+)\s*\)\)"
 )
+
+
+#: Words :meth:`_Interp.expand_words` has expanded -> their value, for words without
+#: ``$`` or a backtick: their value depends on nothing else (quotes, escapes and braces
+#: only). Agents repeat words from command to command (``curl``, ``-H``, a header with
+#: the same token, the same URL), and one dict look-up spares the scans of each.
+#: Bounded in count and length; cleared when full.
+_WORD_VALUES: dict[str, str] = {}
+_WORD_VALUES_MAX = 4096
+
+
+def _expand_one_word(
+    w: str, env: dict[str, str], subst: Callable[[str], str | None] | None
+) -> str | list[str]:
+    """One word's value for :meth:`_Interp.expand_words`: a list when braces give several
+    (or none); a single value of a word without ``$`` or a backtick is remembered."""
+    if _EXPANDABLE.search(w) is None:
+        return _remember_word(w, w)  # nothing to expand (expand_word's first test), no braces
+    c = w[0]
+    if c == "'" and w.find("'", 1) == len(w) - 1:
+        return _remember_word(w, w[1:-1])  # one '...' string: expand_word's value, no braces
+    if c == '"' == w[-1] and len(w) >= 2 and _DQ_WORD.fullmatch(w):
+        # One "..." string without $( or backticks: expand_word's value (its tests of
+        # the word, repeated here, are spared), and no braces.
+        inner = w[1:-1]
+        if "$" in inner:
+            return _expand_dq(inner, env, subst)[0]
+        return _remember_word(w, _dq_unescape(inner) if "\\" in inner else inner)
+    val, _ = expand_word(w, env, subst)
+    # Unquoted {a..b} ranges and {x,y} lists (not JSON, URLs or assignments).
+    if (
+        "{" in w
+        and "'" not in w
+        and '"' not in w
+        and (".." in w or ("," in w and "=" not in w and "://" not in w))
+    ):
+        return brace_expand(val)[0]
+    if "$" in w or "`" in w:
+        return val
+    return _remember_word(w, val)
+
+
+def _remember_word(w: str, val: str) -> str:
+    if len(w) <= _SCAN_CACHE_MAX_LEN:
+        if len(_WORD_VALUES) >= _WORD_VALUES_MAX:
+            _WORD_VALUES.clear()
+        _WORD_VALUES[w] = val
+    return val
+
+
+#: The leading assignments of a command that has none (never written to).
+_NO_ASSIGNS: dict[str, str] = {}
+
+
+def _assignments(
+    words: list[str], env: dict[str, str], subst: Callable[[str], str | None] | None
+) -> tuple[int, dict[str, str], list[str]]:
+    """The leading ``NAME=value`` words of a command: how many, the known values, and the
+    names whose value is unknown."""
+    k = 0
+    assigns: dict[str, str] = {}
+    unknown: list[str] = []
+    while k < len(words) and "=" in words[k] and (m := _ASSIGN.match(words[k])):
+        val, ok = expand_word(m.group(3), {**env, **assigns}, subst)
+        name = m.group(1)
+        if ok:
+            assigns[name] = (env.get(name, "") + val) if m.group(2) else val
+        else:
+            # Unknown values (e.g. TOKEN=$(curl ... | jq)) stay as "$TOKEN".
+            unknown.append(name)
+        k += 1
+    return k, assigns, unknown
 
 
 class _Interp:
@@ -1188,35 +1280,15 @@ class _Interp:
         """Expanded words; ``subst`` is ``make_subst(env, repeat)``, or None when no word
         has a command substitution."""
         out: list[str] = []
+        known = _WORD_VALUES.get
         for w in words:
-            if _EXPANDABLE.search(w) is None:
-                out.append(w)  # nothing to expand (expand_word's first test), no braces
-                continue
-            c = w[0]
-            if c == "'" and w.find("'", 1) == len(w) - 1:
-                out.append(w[1:-1])  # one '...' string: expand_word's value, no braces
-                continue
-            if c == '"' == w[-1] and len(w) >= 2 and _DQ_WORD.fullmatch(w):
-                # One "..." string without $( or backticks: expand_word's value (its
-                # tests of the word, repeated here, are spared), and no braces.
-                inner = w[1:-1]
-                if "$" in inner:
-                    out.append(_expand_dq(inner, env, subst)[0])
-                else:
-                    out.append(_dq_unescape(inner) if "\\" in inner else inner)
-                continue
-            val, _ = expand_word(w, env, subst)
-            # Unquoted {a..b} ranges and {x,y} lists (not JSON, URLs or assignments).
-            if (
-                "{" in w
-                and "'" not in w
-                and '"' not in w
-                and (".." in w or ("," in w and "=" not in w and "://" not in w))
-            ):
-                vals, _count = brace_expand(val)
-                out.extend(vals)
-            else:
-                out.append(val)
+            val = known(w)
+            if val is None:
+                val = _expand_one_word(w, env, subst)
+                if val.__class__ is list:
+                    out.extend(val)
+                    continue
+            out.append(val)
         return out
 
     def expand_heredoc(self, tok: Token, env: dict[str, str], repeat: int) -> str:
@@ -1243,7 +1315,8 @@ class _Interp:
         parts = pipe.parts
         if len(parts) == 1 and not pipe.background and isinstance(parts[0], Simple):
             # The most common pipeline, one simple command: what run_part does for it.
-            self.run_simple(parts[0], env, repeat, None, False)
+            node = parts[0]
+            self.run_simple(node.words, node.redirects, node.raw, env, repeat, None, False)
             return
         prev: Command | None = None
         for k, part in enumerate(pipe.parts):
@@ -1259,7 +1332,7 @@ class _Interp:
     ) -> list[Command]:
         start = len(self.out)
         if isinstance(part, Simple):
-            self.run_simple(part, env, repeat, prev, bg)
+            self.run_simple(part.words, part.redirects, part.raw, env, repeat, prev, bg)
         elif isinstance(part, ForLoop):
             self.run_for(part, env, repeat, prev)
         elif isinstance(part, WhileLoop):
@@ -1387,34 +1460,59 @@ class _Interp:
         for c in self.out[start:]:
             c.repeat_known = False
 
+    def run_plain(self, plan: _PlainPlan, env: dict[str, str]) -> None:
+        """:meth:`run_nodes` of :func:`_parse_plain`'s AST for ``plan`` (repeat 1), walking
+        the tuples: what :meth:`run_pipeline` and :meth:`run_part` do for simple commands."""
+        out = self.out
+        for parts, bg in plan:
+            if len(out) > _MAX_COMMANDS:
+                break
+            if len(parts) == 1 and not bg:
+                words, reds, raw = parts[0]
+                self.run_simple(words, reds, raw, env, 1, None, False)
+                continue
+            prev: Command | None = None
+            last = len(parts) - 1
+            for k, (words, reds, raw) in enumerate(parts):
+                start = len(out)
+                self.run_simple(words, reds, raw, env, 1, prev, bg)
+                cmds = out[start:]
+                if bg:
+                    for c in cmds:
+                        c.background = True
+                if k != last:
+                    for c in cmds:
+                        c.pipes_to = True
+                prev = cmds[-1] if cmds else None
+
     def run_simple(
-        self, node: Simple, env: dict[str, str], repeat: int, prev: Command | None, bg: bool
+        self,
+        words: list[str],
+        redirects: list[tuple[str, str | None, Token]],
+        raw: str,  # every word and redirection target of the command
+        env: dict[str, str],
+        repeat: int,
+        prev: Command | None,
+        bg: bool,
     ) -> None:
-        words = node.words
-        raw = node.raw  # every word and redirection target of the command
         # Only a "$(" or a backtick makes expand_word call ``subst``: spare the closure.
         subst = self.make_subst(env, repeat) if "$(" in raw or "`" in raw else None
-        # Leading assignments.
+        # Leading assignments (most commands start with a name: no dict or list for them).
         k = 0
-        assigns: dict[str, str] = {}
-        unknown: list[str] = []
-        while k < len(words) and "=" in words[k] and (m := _ASSIGN.match(words[k])):
-            val, ok = expand_word(m.group(3), {**env, **assigns}, subst)
-            name = m.group(1)
-            if ok:
-                assigns[name] = (env.get(name, "") + val) if m.group(2) else val
-            else:
-                # Unknown values (e.g. TOKEN=$(curl ... | jq)) stay as "$TOKEN".
-                unknown.append(name)
-            k += 1
+        assigns: dict[str, str] = _NO_ASSIGNS
+        unknown: list[str] | tuple[()] = ()
+        if words and "=" in words[0]:
+            k, assigns, unknown = _assignments(words, env, subst)
         if k == len(words):
             for name in unknown:
                 env.pop(name, None)
             env.update(assigns)
-            if not node.redirects:
+            if not redirects:
                 return
         cmd_env = {**env, **assigns} if assigns else env
-        if _EXPANDABLE.search(raw) is None:
+        # (_EXPANDABLE.search(raw) is None, by six scans in C: the regex engine costs about
+        # fifty instructions a character, a long URL or token makes that count.)
+        if not ('"' in raw or "'" in raw or "$" in raw or "\\" in raw or "`" in raw or "{" in raw):
             # Most commands: no word has anything to expand, so expand_words keeps them all.
             argv = words[k:] if k else words[:]
         else:
@@ -1447,7 +1545,7 @@ class _Interp:
         # (Arguments by position, in field order: a keyword call costs a third of a
         # microsecond more, for every command run.)
         cmd = Command(
-            argv, node.raw, None, None, None, False,  # stdin, stdin_file, stdout_file, append
+            argv, raw, None, None, None, False,  # stdin, stdin_file, stdout_file, append
             repeat, True, bg, None, False,  # repeat_known, background, piped_from, pipes_to
             cmd_env, None, self.cwd,  # env, output, cwd
         )  # fmt: skip
@@ -1455,7 +1553,7 @@ class _Interp:
             cmd.piped_from = prev
             if prev.output is not None:
                 cmd.stdin = prev.output
-        for op, target, tok in node.redirects:
+        for op, target, tok in redirects:
             tgt = expand_word(target, cmd_env, subst)[0] if target is not None else None
             if op in ("<<", "<<-"):
                 cmd.stdin = self.expand_heredoc(tok, cmd_env, repeat)
@@ -1469,7 +1567,11 @@ class _Interp:
             elif op.lstrip("0123456789&") in (">", ">>", ">|") and tgt and not op.startswith("2"):
                 cmd.stdout_file = tgt
                 cmd.append = op.endswith(">>")
-        self.unwrap(cmd, env, repeat)
+        name = argv[0] if argv else ""
+        if "/" in name or name in _UNWRAP_NAMES:
+            self.unwrap(cmd, env, repeat)
+        elif argv:
+            self._emit(cmd, argv)  # no wrapper to strip: unwrap's loop would stop at once
 
     def unwrap(self, cmd: Command, env: dict[str, str], repeat: int) -> None:
         """Strip wrapper commands, recurse into ``bash -c``/``eval``/``xargs``, then emit."""
@@ -1538,8 +1640,12 @@ class _Interp:
             else:
                 break
         cmd.argv = argv
-        if not argv:
-            return
+        if argv:
+            self._emit(cmd, argv)
+
+    def _emit(self, cmd: Command, argv: list[str]) -> None:
+        """Record the command ``cmd`` (its argv unwrapped): its folder, known output and
+        the files it writes."""
         if argv[0] in ("cd", "pushd"):
             self.cwd = _change_dir(self.cwd, argv[1:])
         # (_static_output, without building the bound lookup for the other commands.)
@@ -1880,6 +1986,7 @@ def clear_caches() -> None:
     _DQ_PIECES.clear()
     _CONSTRUCT_ENDS.clear()
     _var_ref_pattern.cache_clear()
+    _WORD_VALUES.clear()
 
 
 def run_script(text: str, files: FileLookup | None = None) -> tuple[list[Command], dict[str, str]]:
@@ -1896,8 +2003,13 @@ def run_script(text: str, files: FileLookup | None = None) -> tuple[list[Command
         # A whole text is parsed without the cache: its callers keep what it reads (the
         # view's step cache), and a second, cached copy of every step's AST would only
         # give the garbage collector more to walk (a fifth of the objects a view build
-        # leaves behind). The texts found inside commands stay cached.
-        interp.run_nodes(_parse_uncached(text), {}, 1)
+        # leaves behind). The texts found inside commands stay cached. A plain text is
+        # run from its plan, without nodes (_parse_uncached would build them).
+        plan = _plain_plan(text)
+        if plan is not None:
+            interp.run_plain(plan, {})
+        else:
+            interp.run_nodes(_Parser(tokenize(text)).parse_list(frozenset()), {}, 1)
     except _READ_ERRORS:
         pass
     return interp.out, interp.written
