@@ -251,74 +251,135 @@ _CURL_ARG = {
 }
 # Short options that take an argument (for clusters like -sX POST or -XPOST).
 _CURL_SHORT_ARG = set("XdFHuowAebcxmTKrzEUYytDCQP")
+_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
-#: The options without a value that :func:`parse_curl` reads. Every other option
-#: comes with a value ("" when missing) from :func:`_iter_curl_options`.
-_CURL_READ_FLAGS = frozenset(
-    {
-        "-G",
-        "--get",
-        "-I",
-        "--head",
-        "-i",
-        "--include",
-        "-v",
-        "--verbose",
-        "--trace-ascii",
-        "--trace",
-        "-g",
-        "--globoff",
-    }
-)
+#: The options :func:`parse_curl` reads, each mapped to the one name its branch tests
+#: (short and long spellings share it, as do options read alike: ``-v`` and ``-i``).
+#: :func:`_curl_reads` drops every other option on the way (with its value), so the
+#: options most commands are full of (``-s``, ``-m 10``, ``-o FILE``) cost no dispatch.
+_CURL_READS: dict[str, str] = {
+    "-X": "-X",
+    "--request": "-X",
+    "-H": "-H",
+    "--header": "-H",
+    "-d": "-d",  # (newlines dropped from a file's content)
+    "--data": "-d",
+    "--data-ascii": "-d",
+    "--data-binary": "--data-binary",
+    "--data-raw": "--data-raw",
+    "--json": "--json",
+    "--data-urlencode": "--data-urlencode",
+    "-F": "-F",
+    "--form": "-F",
+    "--form-string": "--form-string",
+    "-u": "-u",
+    "--user": "-u",
+    "--oauth2-bearer": "--oauth2-bearer",
+    "-A": "-A",
+    "--user-agent": "-A",
+    "-e": "-e",
+    "--referer": "-e",
+    "-b": "-b",
+    "--cookie": "-b",
+    "--url": "--url",
+    "-G": "-G",  # (flag)
+    "--get": "-G",  # (flag)
+    "-I": "-I",  # (flag)
+    "--head": "-I",  # (flag)
+    "-i": "-i",  # (flag)
+    "--include": "-i",  # (flag)
+    "-v": "-i",  # (flag)
+    "--verbose": "-i",  # (flag)
+    "--trace-ascii": "-i",
+    "--trace": "-i",
+    "-w": "-w",
+    "--write-out": "-w",
+    "-T": "-T",
+    "--upload-file": "-T",
+    "-g": "-g",  # (flag)
+    "--globoff": "-g",  # (flag)
+    "--url-query": "--url-query",
+}
 
 
-def _iter_curl_options(argv: list[str]) -> list[tuple[str, str | None]]:
-    """Normalise curl's argv into (option, value) pairs; URLs come as ("", url)."""
-    out: list[tuple[str, str | None]] = []
+#: What :func:`_curl_reads` does with a word that is one whole option (``-s``, ``-X``,
+#: ``--header``: most words of most commands): (its name in :data:`_CURL_READS`, None
+#: when not read; whether it takes the next word as its value). The general tests give
+#: the same for these words; one lookup is cheaper.
+_CURL_LONE: dict[str, tuple[str | None, bool]] = {
+    **{f"-{ch}": (_CURL_READS.get(f"-{ch}"), ch in _CURL_SHORT_ARG) for ch in _ALNUM},
+    **{opt: (_CURL_READS.get(opt), True) for opt in _CURL_ARG if opt.startswith("--")},
+    **{o: (k, False) for o, k in _CURL_READS.items() if o.startswith("--") and o not in _CURL_ARG},
+}
+
+
+def _curl_reads(argv: list[str]) -> list[tuple[str, str]]:
+    """The options of curl's argv that :func:`parse_curl` reads, as (name in
+    :data:`_CURL_READS`, value) pairs in order (value "" for a flag or a missing value);
+    URLs come as ("", url)."""
+    out: list[tuple[str, str]] = []
     i = 1
     n = len(argv)
-    no_more = False
     while i < n:
         a = argv[i]
         i += 1
-        if no_more or not a.startswith("-") or a == "-":
+        lone = _CURL_LONE.get(a)
+        if lone is not None:
+            name, valued = lone
+            if valued:
+                if name is not None:
+                    out.append((name, argv[i] if i < n else ""))
+                i += 1
+            elif name is not None:
+                out.append((name, ""))
+            continue
+        if not a.startswith("-") or a == "-":
             out.append(("", a))
             continue
-        if a == "--":
-            no_more = True
-            continue
-        if len(a) == 2:  # the common lone short option (-s, -X POST): no cluster to walk
+        if a == "--":  # every word after it is a URL
+            out.extend([("", url) for url in argv[i:]])
+            break
+        if len(a) == 2:  # a lone short option not in _CURL_LONE ("-#")
+            name = _CURL_READS.get(a)
             if a[1] in _CURL_SHORT_ARG:
-                out.append((a, argv[i] if i < n else ""))
+                if name is not None:
+                    out.append((name, argv[i] if i < n else ""))
                 i += 1
-            else:
-                out.append((a, None))
+            elif name is not None:
+                out.append((name, ""))
             continue
         if a.startswith("--"):
-            name, eq, val = a.partition("=")
-            if name in _CURL_ARG:
+            opt, eq, val = a.partition("=")
+            if opt in _CURL_ARG:
+                name = _CURL_READS.get(opt)
                 if eq:
-                    out.append((name, val))
+                    if name is not None:
+                        out.append((name, val))
                 else:
-                    out.append((name, argv[i] if i < n else ""))
+                    if name is not None:
+                        out.append((name, argv[i] if i < n else ""))
                     i += 1
-            else:
-                out.append((a, None))
+            elif a in _CURL_READS:  # a flag ("--get=x" is none)
+                out.append((_CURL_READS[a], ""))
             continue
         # Short cluster: -sSL, -sXPOST, -sX POST, -dfoo
         j = 1
         while j < len(a):
-            ch = a[j]
-            if ch in _CURL_SHORT_ARG:
+            opt = "-" + a[j]
+            name = _CURL_READS.get(opt)
+            if a[j] in _CURL_SHORT_ARG:
                 rest = a[j + 1 :]
                 if rest:
-                    out.append(("-" + ch, rest))
+                    if name is not None:
+                        out.append((name, rest))
                 else:
-                    out.append(("-" + ch, argv[i] if i < n else ""))
+                    if name is not None:
+                        out.append((name, argv[i] if i < n else ""))
                     i += 1
                 break
-            out.append(("-" + ch, None))
+            if name is not None:
+                out.append((name, ""))
             j += 1
     return out
 
@@ -374,65 +435,62 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
     json_mode = False
     globbing = True
     query_extra: list[tuple[str, str]] = []
-    for opt, val in _iter_curl_options(cmd.argv):
+    # (Branches in order of how often agents use the option; the names are disjoint.)
+    for opt, v in _curl_reads(cmd.argv):
         if opt == "":
             # (The first URL is taken whatever it looks like: test that first.)
-            if val is not None and (not urls or _looks_like_url(val)):
-                urls.append(val)
-            continue
-        if val is None and opt not in _CURL_READ_FLAGS:
-            continue  # -s, -S, -L, -k, --compressed...: no branch below reads them
-        v = val or ""
-        if opt in ("-X", "--request"):
-            method = v.upper()
-        elif opt in ("-H", "--header"):
+            if not urls or _looks_like_url(v):
+                urls.append(v)
+        elif opt == "-H":
             if v.startswith("@"):
                 content = _file_content(v[1:], files, cmd.stdin) or ""
                 for line in content.splitlines():
                     _add_header(headers, line)
             else:
                 _add_header(headers, v)
-        elif opt in ("-d", "--data", "--data-ascii", "--data-binary", "--data-raw", "--json"):
+        elif opt == "-d" or opt == "--data-binary" or opt == "--data-raw" or opt == "--json":
             if opt == "--json":
                 json_mode = True
             if v.startswith("@") and opt != "--data-raw":
                 content = _file_content(v[1:], files, cmd.stdin)
                 if content is None:
                     content = v
-                elif opt in ("-d", "--data", "--data-ascii"):
+                elif opt == "-d":
                     content = content.replace("\r", "").replace("\n", "")
                 data.append(content)
             else:
                 data.append(v)
+        elif opt == "-X":
+            method = v.upper()
+        elif opt == "-i":
+            include = True
+        elif opt == "-w":
+            write_out = v
         elif opt == "--data-urlencode":
             data.append(_data_urlencode(v, files, cmd.stdin))
-        elif opt in ("-F", "--form", "--form-string"):
+        elif opt == "-F" or opt == "--form-string":
             _add_form(v, form, upload, files, cmd.stdin, literal=opt == "--form-string")
-        elif opt in ("-u", "--user"):
+        elif opt == "-u":
             user = v
         elif opt == "--oauth2-bearer":
             headers.setdefault("authorization", f"Bearer {v}")
-        elif opt in ("-A", "--user-agent"):
+        elif opt == "-A":
             headers["user-agent"] = v
-        elif opt in ("-e", "--referer"):
+        elif opt == "-e":
             headers["referer"] = v
-        elif opt in ("-b", "--cookie"):
+        elif opt == "-b":
             if "=" in v:
                 headers["cookie"] = v
         elif opt == "--url":
             urls.append(v)
-        elif opt in ("-G", "--get"):
+        elif opt == "-G":
             get_mode = True
-        elif opt in ("-I", "--head"):
+        elif opt == "-I":
             head = True
             include = True
-        elif opt in ("-i", "--include", "-v", "--verbose", "--trace-ascii", "--trace"):
-            include = True
-        elif opt in ("-w", "--write-out"):
-            write_out = v
-        elif opt in ("-T", "--upload-file"):
+        elif opt == "-T":
             upload_file = v
-        elif opt in ("-g", "--globoff"):
+        elif opt == "-g":
             globbing = False
         elif opt == "--url-query" and "=" in v:
             k, _, qv = v.partition("=")
@@ -467,6 +525,30 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
     elif data and not form and not json_mode and "json" not in headers.get("content-type", ""):
         for k, v in parse_qsl(body, keep_blank_values=True):
             form.setdefault(k, v)
+    url = urls[0]
+    if len(urls) == 1 and not (globbing and ("{" in url or "[" in url)):
+        # One request, no glob to expand (most commands): it takes the containers
+        # built here, no copies.
+        req = Request(
+            method,
+            _curl_url(url),
+            "curl",
+            headers,
+            body,
+            form,
+            upload,  # files
+            cmd.repeat * 1,  # repeat (an int, as the general case's product)
+            cmd.repeat_known,
+            None,  # auth_user
+            None,  # auth_password
+            write_out,
+            include,  # include_headers
+            cmd.background,
+            query_extra,
+        )
+        if user is not None:
+            _set_user(req, user)
+        return [req]
     out: list[Request] = []
     for url in urls:
         expanded, count = _curl_globs(url) if globbing else ([url], 1)
@@ -474,7 +556,7 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
             # (Arguments by position, in field order: cheaper than a keyword call.)
             req = Request(
                 method,
-                normalise_url(u),
+                _curl_url(u),
                 "curl",
                 dict(headers),
                 body,
@@ -493,6 +575,11 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
                 _set_user(req, user)
             out.append(req)
     return out
+
+
+def _curl_url(url: str) -> str:
+    """``normalise_url(url)``; a URL with its scheme (most) is only stripped."""
+    return url.strip() if url.startswith(("http://", "https://")) else normalise_url(url)
 
 
 def _set_user(req: Request, user: str | None) -> None:

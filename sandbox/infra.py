@@ -262,15 +262,21 @@ def _may_hold_status(observation: str) -> bool:
     )
 
 
+#: :data:`_STATUS_PATTERNS` with each one's :data:`_STARTS_BEFORE_NEEDLE` entry (None
+#: for a full scan) and whether it reads a ``<title>``, looked up once here.
+_STATUS_SCANS: tuple[tuple[str, re.Pattern[str], tuple[int, ...] | None, bool], ...] = tuple(
+    (needle, pattern, _STARTS_BEFORE_NEEDLE.get(needle), needle == "<title>")
+    for needle, pattern in _STATUS_PATTERNS
+)
+
+
 def statuses_in(observation: str) -> list[tuple[int, int]]:
     """``(position, status)`` for every HTTP status line/marker in the output."""
     if not observation or not _may_hold_status(observation):
         return []
     found: list[tuple[int, int, bool]] = []
-    for needle, pattern in _STATUS_PATTERNS:
+    for needle, pattern, back, is_title in _STATUS_SCANS:
         if needle in observation:
-            is_title = needle == "<title>"
-            back = _STARTS_BEFORE_NEEDLE.get(needle)
             matches = (
                 pattern.finditer(observation)
                 if back is None
@@ -316,6 +322,37 @@ def _write_out_pattern(write_out: str, at_end: bool = False) -> re.Pattern[str] 
         return None
 
 
+#: The patterns of ``-w`` formats that print the status between whitespace only (most
+#: formats: ``%{http_code}``, ``\\n%{http_code}\\n``...). They match whitespace and
+#: decimal digits only, so no match holds any other character: a scan from just after
+#: the last such character finds every match a scan of the whole text finds after it
+#: (the scan of the text before it cannot run into it, and these patterns look at
+#: nothing before their start). Outputs end in such a tail ("...}\n\n201\n\n"), and
+#: sre tries these patterns, which start with no literal, at every position.
+_CODE_ONLY = frozenset({r"(\d{3})", r"\s*(\d{3})", r"(\d{3})\s*", r"\s*(\d{3})\s*"})
+_WS_DIGITS = re.compile(r"[\s\d]*")
+
+
+def _scan_start(pattern: re.Pattern[str], text: str) -> int:
+    """Where a scan of ``text`` for ``pattern`` (or its end-anchored variant) can start
+    and find all matches a full scan finds there (see :data:`_CODE_ONLY`); 0 when
+    unknown. Only the last 64 characters are looked at (reversed, one match)."""
+    if pattern.pattern not in _CODE_ONLY:
+        return 0
+    tail = text[-64:]
+    run = _WS_DIGITS.match(tail[::-1]).end()  # type: ignore[union-attr]
+    return 0 if run == len(tail) else len(text) - run
+
+
+def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last match of ``pattern.finditer(text)``, None when there is none."""
+    start = _scan_start(pattern, text)
+    matches = list(pattern.finditer(text, start))
+    if not matches and start:  # (none after the cut: the last one is before it)
+        matches = list(pattern.finditer(text))
+    return matches[-1] if matches else None
+
+
 def write_out_status(observation: str, write_out: str) -> int | None:
     """The ``%{http_code}`` value that curl's ``-w`` format printed, if found."""
     if "http_code" not in write_out and "response_code" not in write_out:
@@ -324,11 +361,12 @@ def write_out_status(observation: str, write_out: str) -> int | None:
     if pattern is None:
         return None
     # curl prints the -w text last: prefer a match that ends the output.
-    m = _write_out_pattern(write_out, at_end=True).search(observation[-400:])  # type: ignore[union-attr]
+    tail = observation[-400:]
+    m = _write_out_pattern(write_out, at_end=True).search(tail, _scan_start(pattern, tail))  # type: ignore[union-attr]
     if m:
         return int(m.group(1))
-    matches = list(pattern.finditer(observation))
-    return int(matches[-1].group(1)) if matches else None
+    last = _last_match(pattern, observation)
+    return int(last.group(1)) if last is not None else None
 
 
 def strip_write_out(body: str, write_out: str) -> str:
@@ -336,7 +374,7 @@ def strip_write_out(body: str, write_out: str) -> str:
     pattern = _write_out_pattern(write_out)
     if pattern is None or not write_out.strip():
         return body
-    matches = list(pattern.finditer(body))
-    if matches and not body[matches[-1].end() :].strip():
-        return body[: matches[-1].start()].rstrip("\n")
+    last = _last_match(pattern, body)
+    if last is not None and not body[last.end() :].strip():
+        return body[: last.start()].rstrip("\n")
     return body
