@@ -436,16 +436,18 @@ def guarded_getattr(obj: Any, name: str) -> Any:
     The transformer has already refused names starting with ``_`` and the frame /
     generator attributes, so only the type allowlist is checked here (hot path).
     """
-    t = type(obj)
-    if t is FrozenDict:
+    if type(obj) is FrozenDict:
         if name not in _FROZEN_OWN:
             # A field read, the hot path: subscripting is the same C dict lookup as
             # dict.get, without the method call (FrozenDict has no __missing__).
+            # (type(obj) is not kept in a local for the other types: storing and
+            # reloading it was a few percent of this path, ~470 calls a trajectory.)
             try:
                 return obj[name]
             except KeyError:
                 pass
         return getattr(obj, name)
+    t = type(obj)
     if t in ATTR_TYPES and name not in BLOCKED_ATTRIBUTES:
         return getattr(obj, name)
     if t in _VIEW:
