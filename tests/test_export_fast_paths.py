@@ -68,9 +68,15 @@ BAD_STEPS = [
 
 def test_plain_steps_read_as_the_reader_reads_them(plugin):
     doc = _doc(GOOD_STEPS)
-    steps = plugin.load(doc).steps
+    traj = plugin.load(doc)
+    steps = traj.steps
     assert [dataclasses.asdict(s) for s in steps] == _reader_steps(plugin, doc)
     core = plugin.core
+    # built through _TrajectorySlots: a real Trajectory with the constructor's defaults
+    fields = {f.name: getattr(traj, f.name) for f in dataclasses.fields(traj)[:7]}
+    assert type(traj) is core.Trajectory and traj == core.Trajectory(**fields)
+    assert repr(traj) == repr(core.Trajectory(**fields))
+    assert traj.meta == {} and traj.meta is not plugin.load(doc).meta
     for step in steps:  # built through _StepSlots: a real Step, equal to Step(...)
         assert type(step) is core.Step
         assert step == core.Step(**dataclasses.asdict(step))

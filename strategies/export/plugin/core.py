@@ -87,7 +87,21 @@ def _stealthbench(doc: Node) -> Trajectory:
         steps = _read_steps(raw, doc)
     else:
         steps = tuple(_sb._read_step(n, i) for i, n in enumerate(doc.array("steps") or []))
-    return Trajectory(traj_id, task, generator, prompt, steps, outcome, solved)  # type: ignore[arg-type]
+    # Trajectory(traj_id, task, generator, prompt, steps, outcome, solved), built as
+    # explained at _StepSlots (its defaults: no verdicts, an empty meta dict of its own).
+    traj = _new_object(_TrajectorySlots)
+    traj.id = traj_id
+    traj.task = task
+    traj.generator = generator
+    traj.prompt = prompt
+    traj.steps = steps
+    traj.outcome = outcome
+    traj.solved = solved
+    traj.panel = ()
+    traj.oracle = ()
+    traj.meta = {}
+    traj.__class__ = Trajectory  # type: ignore[assignment]
+    return traj  # type: ignore[return-value]
 
 
 def _read_steps(raw: list[Any], doc: Node) -> tuple[Step, ...]:
@@ -179,10 +193,29 @@ class _StepSlots:
     __slots__ = ("index", "tool", "text", "observation", "arguments", "timestamp", "latency_ms")
 
 
+class _TrajectorySlots:
+    """Trajectory's slots, for :func:`_stealthbench` (as :class:`_StepSlots` for Step)."""
+
+    __slots__ = (
+        "id", "task", "generator", "prompt", "steps", "outcome", "solved", "panel", "oracle",
+        "meta",
+    )  # fmt: skip
+
+
 if tuple(f.name for f in dataclasses.fields(Step)) != _StepSlots.__slots__ or hasattr(
     Step, "__post_init__"
 ):  # pragma: no cover - a changed model must update _plain_step
     raise RuntimeError("Step's fields changed: update _plain_step")
+_TRAJECTORY_DEFAULTS = [("panel", ()), ("oracle", ()), ("meta", dict)]  # set in _stealthbench
+if tuple(f.name for f in dataclasses.fields(Trajectory)) != _TrajectorySlots.__slots__ or (
+    hasattr(Trajectory, "__post_init__")
+    or [
+        (f.name, f.default if f.default is not dataclasses.MISSING else f.default_factory)
+        for f in dataclasses.fields(Trajectory)[7:]
+    ]
+    != _TRAJECTORY_DEFAULTS
+):  # pragma: no cover - a changed model must update _stealthbench
+    raise RuntimeError("Trajectory's fields changed: update _stealthbench")
 _new_object = object.__new__
 
 
