@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import builtins as _builtins
+import dis
 import functools
 import math
 import operator
@@ -435,16 +436,18 @@ def guarded_getattr(obj: Any, name: str) -> Any:
     The transformer has already refused names starting with ``_`` and the frame /
     generator attributes, so only the type allowlist is checked here (hot path).
     """
-    t = type(obj)
-    if t is FrozenDict:
+    if type(obj) is FrozenDict:
         if name not in _FROZEN_OWN:
             # A field read, the hot path: subscripting is the same C dict lookup as
             # dict.get, without the method call (FrozenDict has no __missing__).
+            # (type(obj) is not kept in a local for the other types: storing and
+            # reloading it was a few percent of this path, ~470 calls a trajectory.)
             try:
                 return obj[name]
             except KeyError:
                 pass
         return getattr(obj, name)
+    t = type(obj)
     if t in ATTR_TYPES and name not in BLOCKED_ATTRIBUTES:
         return getattr(obj, name)
     if t in _VIEW:
@@ -678,6 +681,50 @@ def build_globals(
     if extra:
         glb.update(extra)
     return glb
+
+
+#: What a module body may consist of for :func:`rerunnable`: constants built, functions
+#: made, names bound. No name is read, nothing is called, nothing is jumped over.
+_RERUN_BODY_OPS = frozenset(
+    {
+        "RESUME", "NOP", "LOAD_CONST", "STORE_NAME", "MAKE_FUNCTION", "POP_TOP",
+        "RETURN_VALUE", "BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_MAP",
+        "BUILD_CONST_KEY_MAP", "MAP_ADD", "DICT_UPDATE", "LIST_EXTEND", "SET_UPDATE",
+    }
+)  # fmt: skip
+#: Instructions that add or remove names of a module namespace from inside a function.
+_NAMESPACE_OPS = frozenset(
+    {"STORE_GLOBAL", "DELETE_GLOBAL", "STORE_NAME", "DELETE_NAME", "IMPORT_NAME", "IMPORT_STAR"}
+)
+
+
+def _opnames(code: CodeType) -> set[str]:
+    return {ins.opname for ins in dis.get_instructions(code)}
+
+
+def _nested_codes(code: CodeType) -> list[CodeType]:
+    out = []
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            out.append(const)
+            out.extend(_nested_codes(const))
+    return out
+
+
+def rerunnable(code: CodeType) -> bool:
+    """Whether a program's module body, run again in the namespace it already ran in
+    (after :func:`build_globals`' entries are set again), leaves exactly the namespace
+    a first run in fresh globals leaves.
+
+    True when the body only builds constants, makes functions and binds names, so
+    what the namespace held before cannot change what it binds, and no function of
+    the program can add or remove a module name (no ``global`` stores or deletes), so
+    between runs the namespace keeps the same names in the same order. Then every
+    name is bound again to what a fresh run binds. Anything else answers False.
+    """
+    if not _opnames(code) <= _RERUN_BODY_OPS:
+        return False
+    return not any(_opnames(inner) & _NAMESPACE_OPS for inner in _nested_codes(code))
 
 
 def load_program(code: CodeType, glb: dict[str, Any]) -> Callable[[Any], Any]:

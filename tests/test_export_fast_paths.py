@@ -68,7 +68,19 @@ BAD_STEPS = [
 
 def test_plain_steps_read_as_the_reader_reads_them(plugin):
     doc = _doc(GOOD_STEPS)
-    assert [dataclasses.asdict(s) for s in plugin.load(doc).steps] == _reader_steps(plugin, doc)
+    traj = plugin.load(doc)
+    steps = traj.steps
+    assert [dataclasses.asdict(s) for s in steps] == _reader_steps(plugin, doc)
+    core = plugin.core
+    # built through _TrajectorySlots: a real Trajectory with the constructor's defaults
+    fields = {f.name: getattr(traj, f.name) for f in dataclasses.fields(traj)[:7]}
+    assert type(traj) is core.Trajectory and traj == core.Trajectory(**fields)
+    assert repr(traj) == repr(core.Trajectory(**fields))
+    assert traj.meta == {} and traj.meta is not plugin.load(doc).meta
+    for step in steps:  # built through _StepSlots: a real Step, equal to Step(...)
+        assert type(step) is core.Step
+        assert step == core.Step(**dataclasses.asdict(step))
+        assert repr(step) == repr(core.Step(**dataclasses.asdict(step)))
 
 
 @pytest.mark.parametrize("bad", BAD_STEPS)
@@ -115,3 +127,47 @@ def test_shim_patterns_match_as_google_re2(plugin):
             assert ours.split(text) == theirs.split(text)
             assert ours.subn("<\\g<0>>", text) == theirs.subn("<\\g<0>>", text)
             assert ours.subn("z", text, 1) == theirs.subn("z", text, 1)
+
+
+# --------------------------------------------------------------------------- instances
+
+#: Programs with module state a run changes, each with what a fresh instance scores.
+STATEFUL = {
+    "SEEN = []\ndef score(traj):\n    SEEN.append(1)\n    return float(len(SEEN))\n": 1.0,
+    "P = {'a': 1}\ndef score(traj):\n    P['a'] = P['a'] * 2\n    return float(P['a'])\n": 2.0,
+    "def f(x, acc=[]):\n    acc.append(x)\n    return len(acc)\n"
+    "def score(traj):\n    return float(f(1) + f(2))\n": 3.0,
+    "A = (1, [2])\ndef score(traj):\n    A[1].append(1)\n    return float(len(A[1]))\n": 2.0,
+    "def tokens(t):\n    return (1, 2, 3)\ndef score(traj):\n    return float(len(tokens('a')))\n": 3.0,
+    # not rerunnable: a function binds a global, the body reads a name
+    "N = 0\ndef score(traj):\n    global N\n    N += 1\n    return float(N)\n": 1.0,
+    "def score(traj):\n    global Z\n    Z = 1\n    return 1.0\n": 1.0,
+    "X = len((1, 2))\ndef score(traj):\n    return float(X)\n": 2.0,
+    "try:\n    X\nexcept NameError:\n    X = 0\nX = X + 1\ndef score(traj):\n    return float(X)\n": 1.0,
+}
+
+
+def test_rerunnable_only_for_bodies_that_bind_constants_and_functions(plugin):
+    core = plugin.core
+    answers = [core.rerunnable(core.compile_program(src).code) for src in STATEFUL]
+    assert answers == [True] * 5 + [False] * 4
+
+
+def test_a_spare_namespace_gives_what_a_fresh_instance_gives(plugin, monkeypatch):
+    """evaluate() may run the next instance in a finished one's namespace: module state
+    the last run changed is bound afresh, exactly as in a new namespace."""
+    core = plugin.core
+    doc = _doc(GOOD_STEPS)
+    try:
+        for source, fresh in STATEFUL.items():
+            code = core.compile_program(source).code
+            monkeypatch.setattr(core, "_CODE", code)
+            monkeypatch.setattr(core, "_RERUNNABLE", core.rerunnable(code))
+            core.clear_caches()
+            scores = [plugin.score(doc) for _ in range(4)]
+            assert scores == [fresh] * 4, source
+            assert len(core._SPARE) == (1 if core._RERUNNABLE else 0)
+            assert core._SPARE == [] or core._SPARE[0]["oracle"] is None
+    finally:
+        core.clear_caches()  # no spare of these programs for the frozen one
+    assert core._SPARE == []

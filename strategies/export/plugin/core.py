@@ -40,7 +40,13 @@ from ._vendor.jsonio import (
     parse_bytes,
 )
 from ._vendor.model import OUTCOMES, Step, Trajectory
-from ._vendor.restricted import PrintSink, build_globals, compile_program, load_program
+from ._vendor.restricted import (
+    PrintSink,
+    build_globals,
+    compile_program,
+    load_program,
+    rerunnable,
+)
 from ._vendor.stepinput import step_input
 from ._vendor.view import build_view
 from ._vendor.view import clear_caches as _clear_view_caches
@@ -78,35 +84,61 @@ def _stealthbench(doc: Node) -> Trajectory:
     solved = doc.boolean("flag_correct", required=False)
     raw = doc.value.get("steps")
     if type(raw) is list:
-        base = doc.at("steps")
-        steps = tuple(
-            _plain_step(n, i) or _sb._read_step(Node(n, doc.src, f"{base}[{i}]", doc.line), i)
-            for i, n in enumerate(raw)
-        )
+        steps = _read_steps(raw, doc)
     else:
         steps = tuple(_sb._read_step(n, i) for i, n in enumerate(doc.array("steps") or []))
-    return Trajectory(traj_id, task, generator, prompt, steps, outcome, solved)  # type: ignore[arg-type]
+    # Trajectory(traj_id, task, generator, prompt, steps, outcome, solved), built as
+    # explained at _StepSlots (its defaults: no verdicts, an empty meta dict of its own).
+    traj = _new_object(_TrajectorySlots)
+    traj.id = traj_id
+    traj.task = task
+    traj.generator = generator
+    traj.prompt = prompt
+    traj.steps = steps
+    traj.outcome = outcome
+    traj.solved = solved
+    traj.panel = ()
+    traj.oracle = ()
+    traj.meta = {}
+    traj.__class__ = Trajectory  # type: ignore[assignment]
+    return traj  # type: ignore[return-value]
 
 
-def _plain_step(step: Any, position: int) -> Step | None:
-    """``_sb._read_step`` for a step whose fields all have their plain types, else None.
+def _read_steps(raw: list[Any], doc: Node) -> tuple[Step, ...]:
+    """The steps of ``doc`` (its ``steps`` list), in order: each step whose fields all
+    have their plain types built directly, any other by the vendored reader.
 
-    The vendored reader wraps every value in a path-tracking node so a bad field
-    gets a precise error; that is about a third of the read's cost. A step it
-    would accept as is, field by field, is built directly here (the same Step);
-    anything else, valid or not, goes through the reader itself.
+    The reader wraps every value in a path-tracking node so a bad field gets a precise
+    error; that was about a third of the read's cost. A step it would accept as is,
+    field by field, is built here as the reader builds it (the same Step); anything
+    else, valid or not, goes through the reader itself, at its place in the order, so
+    the first bad step raises the reader's error. One loop with the field checks
+    inline: per step, calls cost as much as the checks.
     """
-    if type(step) is not dict:
-        return None
-    index = step.get("index")
-    timestamp = step.get("timestamp")
-    latency = step.get("latency_ms")
-    if (
-        (index is not None and type(index) is not int)
-        or (timestamp is not None and type(timestamp) is not str)
-        or (latency is not None and type(latency) is not int)
-    ):
-        return None
+    steps: list[Step] = []
+    for position, step in enumerate(raw):
+        built = None
+        if type(step) is dict:
+            get = step.get
+            index = get("index")
+            timestamp = get("timestamp")
+            latency = get("latency_ms")
+            if (
+                (index is None or type(index) is int)
+                and (timestamp is None or type(timestamp) is str)
+                and (latency is None or type(latency) is int)
+            ):
+                built = _plain_step(step, position if index is None else index, timestamp, latency)
+        if built is None:
+            node = Node(step, doc.src, f"{doc.at('steps')}[{position}]", doc.line)
+            built = _sb._read_step(node, position)
+        steps.append(built)
+    return tuple(steps)
+
+
+def _plain_step(step: dict[str, Any], index: int, timestamp: Any, latency: Any) -> Step | None:
+    """The rest of a step whose index, timestamp and latency are plain (see
+    :func:`_read_steps`), or None when another field is not."""
     if "action" in step:
         action = step["action"]
         if type(action) is not dict:
@@ -126,46 +158,65 @@ def _plain_step(step: Any, position: int) -> Step | None:
         output = step.get("output")
     if type(tool) is not str or not tool or (output is not None and type(output) is not str):
         return None
-    arguments, text = step_input(raw_input)
-    at = position if index is None else index
-    return _new_step(at, tool, text, output or "", arguments, timestamp, latency)
+    # step_input's first rule, inline: a command string is the text.
+    text = raw_input.get("command") if type(raw_input) is dict else None
+    if type(text) is str:
+        arguments = raw_input
+    else:
+        arguments, text = step_input(raw_input)
+    # Step(index, tool, text, output or "", arguments, timestamp, latency), built as
+    # explained at _StepSlots.
+    built = _new_object(_StepSlots)
+    built.index = index
+    built.tool = tool
+    built.text = text
+    built.observation = output or ""
+    built.arguments = arguments
+    built.timestamp = timestamp
+    built.latency_ms = latency
+    built.__class__ = Step  # type: ignore[assignment]
+    return built  # type: ignore[return-value]
 
 
-# Step is a frozen, slotted dataclass: its generated __init__ stores each field with
-# object.__setattr__, a generic attribute lookup per field, and was most of the cost
-# of a plain step. _new_step stores the same values into the same slots through the
-# slots' own descriptors, at about half the cost; Step has no __post_init__, so the
-# object is the one Step(...) builds (equal, same type, every slot set).
-_STEP_FIELDS = ("index", "tool", "text", "observation", "arguments", "timestamp", "latency_ms")
-if tuple(f.name for f in dataclasses.fields(Step)) != _STEP_FIELDS or hasattr(
+class _StepSlots:
+    """Step's slots in a class without Step's frozen ``__setattr__``.
+
+    Step is a frozen, slotted dataclass: its generated __init__ stores each field with
+    object.__setattr__ (a generic attribute lookup per field), and calling the slots'
+    own descriptors costs about as much per field. _StepSlots has exactly Step's slots,
+    so its plain attribute stores are the interpreter's fast slot stores, and Python
+    lets the finished object become a Step (``__class__`` assignment checks that the
+    two layouts are the same). Step has no __post_init__, so the object is the one
+    Step(...) builds: same type, every slot set to the same value.
+    """
+
+    __slots__ = ("index", "tool", "text", "observation", "arguments", "timestamp", "latency_ms")
+
+
+class _TrajectorySlots:
+    """Trajectory's slots, for :func:`_stealthbench` (as :class:`_StepSlots` for Step)."""
+
+    __slots__ = (
+        "id", "task", "generator", "prompt", "steps", "outcome", "solved", "panel", "oracle",
+        "meta",
+    )  # fmt: skip
+
+
+if tuple(f.name for f in dataclasses.fields(Step)) != _StepSlots.__slots__ or hasattr(
     Step, "__post_init__"
-):  # pragma: no cover - a changed model must update _new_step
-    raise RuntimeError("Step's fields changed: update _new_step")
-_SET_INDEX, _SET_TOOL, _SET_TEXT, _SET_OBSERVATION, _SET_ARGUMENTS, _SET_TIMESTAMP, _SET_LATENCY = (
-    Step.__dict__[name].__set__ for name in _STEP_FIELDS
-)
+):  # pragma: no cover - a changed model must update _plain_step
+    raise RuntimeError("Step's fields changed: update _plain_step")
+_TRAJECTORY_DEFAULTS = [("panel", ()), ("oracle", ()), ("meta", dict)]  # set in _stealthbench
+if tuple(f.name for f in dataclasses.fields(Trajectory)) != _TrajectorySlots.__slots__ or (
+    hasattr(Trajectory, "__post_init__")
+    or [
+        (f.name, f.default if f.default is not dataclasses.MISSING else f.default_factory)
+        for f in dataclasses.fields(Trajectory)[7:]
+    ]
+    != _TRAJECTORY_DEFAULTS
+):  # pragma: no cover - a changed model must update _stealthbench
+    raise RuntimeError("Trajectory's fields changed: update _stealthbench")
 _new_object = object.__new__
-
-
-def _new_step(
-    index: int,
-    tool: str,
-    text: str,
-    observation: str,
-    arguments: dict[str, Any],
-    timestamp: str | None,
-    latency_ms: int | None,
-) -> Step:
-    """``Step(index, tool, text, observation, arguments, timestamp, latency_ms)``."""
-    step = _new_object(Step)
-    _SET_INDEX(step, index)
-    _SET_TOOL(step, tool)
-    _SET_TEXT(step, text)
-    _SET_OBSERVATION(step, observation)
-    _SET_ARGUMENTS(step, arguments)
-    _SET_TIMESTAMP(step, timestamp)
-    _SET_LATENCY(step, latency_ms)
-    return step
 
 
 def _atif_doc(doc: Node) -> Trajectory:
@@ -302,14 +353,16 @@ class _OracleHook:
 
 
 _CODE: Any = None
+_RERUNNABLE = False
 
 
 def _code() -> Any:
-    global _CODE
+    global _CODE, _RERUNNABLE
     if _CODE is None:
         report = compile_program(PROGRAM)
         if not report.ok:  # pragma: no cover - the program compiled when it was frozen
             raise RuntimeError(f"the frozen program does not compile: {report.message}")
+        _RERUNNABLE = rerunnable(report.code)
         _CODE = report.code
     return _CODE
 
@@ -319,13 +372,50 @@ def _code() -> Any:
 # attribute hook, a microsecond per trajectory for nothing.
 _HELPERS = dict(HELPERS)
 
+# Namespaces of finished instances that evaluate() may run the next one in. The
+# interpreter specialises each global name read to the namespace's key layout; a new
+# namespace per trajectory invalidated all of those (about 2 % of a trajectory's
+# time). When the program is ``rerunnable`` (its body only binds constants and
+# functions, and nothing can add or remove a name), setting build_globals' entries
+# again and rerunning the body rebinds every name to what a fresh namespace gets, in
+# the same layout: the instance is the one a fresh namespace gives.
+_SPARE: list[dict[str, Any]] = []
+_SPARE_MAX = 4
+_NAMES = [0]  # how many names a namespace holds once the body has run
 
-def _instance(hook: _OracleHook) -> Callable[[Any], Any]:
-    """A fresh module namespace for the program, as the sandbox gives each run."""
+
+def _instance(hook: _OracleHook, spare: bool = False) -> Callable[[Any], Any]:
+    """A program instance with its namespace as the sandbox gives each run: fresh, or
+    (``spare``) a finished instance's, set again to exactly that (see ``_SPARE``)."""
     glb = build_globals(
         helpers=_HELPERS, print_sink=PrintSink(64 * 1024), extra={"oracle": hook.function()}
     )
-    return load_program(_code(), glb)
+    code = _code()
+    if spare and _SPARE:
+        try:
+            namespace = _SPARE.pop()
+        except IndexError:  # another thread took the last one
+            pass
+        else:
+            namespace.update(glb)
+            glb = namespace
+    fn = load_program(code, glb)
+    _NAMES[0] = len(glb)
+    return fn
+
+
+def _release(fn: Callable[[Any], Any], hook: _OracleHook) -> None:
+    """Keep a finished instance's namespace as a spare when it still has the names a
+    run leaves (and there is room), else :func:`_discard` it. A spare lets go of the
+    oracle hook (and so of the trajectory and the host's judge) at once; whatever else
+    it holds is replaced when the next instance is set up in it."""
+    glb = fn.__globals__  # type: ignore[attr-defined]
+    hook.traj = hook.host = None
+    if _RERUNNABLE and len(glb) == _NAMES[0] and len(_SPARE) < _SPARE_MAX:
+        glb["oracle"] = None  # a name it has: the layout stays
+        _SPARE.append(glb)
+    else:
+        glb.clear()
 
 
 def _discard(fn: Callable[[Any], Any]) -> None:
@@ -404,6 +494,11 @@ def clear_caches() -> None:
     recur are parsed once). They are bounded, but a long-running host can call this
     between batches to return their memory; scores do not change."""
     _clear_view_caches()
+    while _SPARE:
+        try:
+            _SPARE.pop().clear()
+        except IndexError:  # pragma: no cover - another thread took the last one
+            break
 
 
 def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
@@ -411,11 +506,14 @@ def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
     with _CollectorPaused():
         traj = load(trajectory)
         hook = _OracleHook(oracle, _cap())
-        fn = _instance(hook)
+        fn = _instance(hook, spare=True)
         try:
-            return _run(fn, build_view(traj), hook, traj)
-        finally:
+            result = _run(fn, build_view(traj), hook, traj)
+        except BaseException:
             _discard(fn)
+            raise
+        _release(fn, hook)
+        return result
 
 
 def score(trajectory: Any, *, oracle: Oracle | None = None) -> float:
