@@ -525,43 +525,22 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
     elif data and not form and not json_mode and "json" not in headers.get("content-type", ""):
         for k, v in parse_qsl(body, keep_blank_values=True):
             form.setdefault(k, v)
-    url = urls[0]
-    if len(urls) == 1 and not (globbing and ("{" in url or "[" in url)):
-        # One request, no glob to expand (most commands): it takes the containers
-        # built here, no copies.
-        req = Request(
-            method,
-            _curl_url(url),
-            "curl",
-            headers,
-            body,
-            form,
-            upload,  # files
-            cmd.repeat * 1,  # repeat (an int, as the general case's product)
-            cmd.repeat_known,
-            None,  # auth_user
-            None,  # auth_password
-            write_out,
-            include,  # include_headers
-            cmd.background,
-            query_extra,
-        )
-        if user is not None:
-            _set_user(req, user)
-        return [req]
     out: list[Request] = []
     for url in urls:
         expanded, count = _curl_globs(url) if globbing else ([url], 1)
         for u in expanded:
-            # (Arguments by position, in field order: cheaper than a keyword call.)
+            # The first request takes the containers built here, later ones copies (most
+            # commands send one request: no copies). Arguments by position, in field
+            # order: cheaper than a keyword call.
+            first = not out
             req = Request(
                 method,
-                _curl_url(u),
+                normalise_url(u),
                 "curl",
-                dict(headers),
+                headers if first else dict(headers),
                 body,
-                dict(form),
-                [dict(f) for f in upload] if upload else [],  # files
+                form if first else dict(form),
+                upload if first else [dict(f) for f in upload],  # files
                 cmd.repeat * (count if len(expanded) == 1 else 1),  # repeat
                 cmd.repeat_known,
                 None,  # auth_user
@@ -569,17 +548,12 @@ def parse_curl(cmd: Command, files: FileLookup) -> list[Request]:
                 write_out,
                 include,  # include_headers
                 cmd.background,
-                list(query_extra),
+                query_extra if first else list(query_extra),
             )
             if user is not None:
                 _set_user(req, user)
             out.append(req)
     return out
-
-
-def _curl_url(url: str) -> str:
-    """``normalise_url(url)``; a URL with its scheme (most) is only stripped."""
-    return url.strip() if url.startswith(("http://", "https://")) else normalise_url(url)
 
 
 def _set_user(req: Request, user: str | None) -> None:
