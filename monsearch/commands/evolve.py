@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,22 +12,6 @@ from monsearch.errors import MonsearchError
 
 #: Exit code of a run stopped by Ctrl-C (resumable), as a shell reports SIGINT.
 EXIT_INTERRUPTED = 130
-
-
-def _reexec_with_fixed_hash_seed() -> None:
-    """Run the command again under PYTHONHASHSEED=0 (the search needs fixed string hashing).
-
-    Only when the process was started as ``monsearch evolve ...``; from anywhere
-    else (an embedding program) the search refuses with an explanation instead.
-    """
-    from monsearch.search.database import hash_seed_fixed
-
-    if hash_seed_fixed() or "evolve" not in sys.argv[1:3]:
-        return
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "monsearch", *sys.argv[1:]], env)
 
 
 def _model_spec(text: str) -> dict[str, Any]:
@@ -140,7 +122,6 @@ def evolve_cmd(
     stopped or killed run continues with --resume RUN. Same seed, corpus and
     offline proposer: the same lineage, bit for bit.
     """
-    _reexec_with_fixed_hash_seed()
     from monsearch.search.config import EvolveConfig, load_config_file, parse_proposers
 
     cfg = load_config_file(config_file) if config_file else EvolveConfig()
