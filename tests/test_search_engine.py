@@ -177,7 +177,11 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path, small_corpus):
     assert "Traceback" not in err
     outcome = json.loads(out)
     assert outcome["status"] == "interrupted"
-    assert "monsearch evolve --resume ctrlc" in outcome["next"][0]
+    # Hints are typed as this run was started (python -m monsearch), with the run's path
+    # (it is not under ./runs), and never the once-only sealed test of an unfinished run.
+    prog, _, rest = outcome["next"][0].partition(" evolve ")
+    assert prog.endswith(" -m monsearch") and rest == f"--resume {runs / 'ctrlc'}"
+    assert not any(" test " in line for line in outcome["next"])
     stopped_at = _rows(lineage)
     assert stopped_at == outcome["evaluated"] < 40
     with LineageStore(lineage, readonly=True) as store:
