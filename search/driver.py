@@ -74,7 +74,10 @@ def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None
             seed=cfg.corpus_default.get("seed", 0), size=cfg.corpus_default.get("size")
         )
     if progress:
-        progress(f"loading train and val of {path.name}")
+        from monsearch.corpora.store import read_manifest
+
+        # The manifest's name: the one every report and `monsearch runs` show.
+        progress(f"loading train and val of corpus {read_manifest(path).name}")
     # The search's handle: train and val only; test and xgen-* cannot be read through it.
     corp = open_for_search(path)
     missing = [s for s in ("train", "val") if s not in corp.splits]
@@ -137,6 +140,10 @@ def prepare_run(
             # Runs made before the setting existed gave proposers the tuner's subset.
             old = search.get("train_subset", SearchConfig.train_subset)
             saved["search"] = {**search, "proposer_subset": old}
+        evaluation = saved.get("evaluation")
+        if isinstance(evaluation, dict) and "fitness" not in evaluation:
+            # Runs made before the invariant fitness existed scored the split as it is.
+            saved["evaluation"] = {**evaluation, "fitness": "plain"}
         stored = EvolveConfig.from_dict(saved, str(run.dir / "config.json"))
         # Only the budget and the spend caps may change on resume.
         effective = stored.with_overrides(
@@ -236,7 +243,12 @@ def evolve(
     def identity(split: str) -> str | None:
         return f"corpus {corp.content_hash} split {split} part {corp.part_sha256(split)}"
 
-    stage(f"starting the sandbox ({cfg.workers} worker(s) over val, 1 over train)")
+    where = {
+        "local": f"{cfg.workers} local worker(s)",
+        "dask-local": f"a Dask LocalCluster of {cfg.workers} worker(s)",
+        "dask": f"the Dask scheduler at {cfg.scheduler}",
+    }[cfg.backend]
+    stage(f"starting the sandbox (val on {where}, train on 1 local worker)")
     with SearchEvaluator(
         corp.split("train"),
         corp.split("val"),
