@@ -503,12 +503,15 @@ def plugin_scores(
 
     ``judge_answers`` ({trajectory id: answer}) is the host judge the plugin is given,
     as ``oracle=``; without it ``oracle()`` answers None, as in a host with no judge."""
-    with tempfile.TemporaryDirectory(prefix="monsearch-export-") as tmp:
-        data = Path(tmp) / "val.jsonl"
+    # The interpreter runs in a temporary folder: every path it is handed is absolute.
+    src = Path(out, "src").resolve()
+    with tempfile.TemporaryDirectory(prefix="monsearch-export-") as name:
+        tmp = Path(name).resolve()
+        data = tmp / "val.jsonl"
         with data.open("w", encoding="utf-8") as fh:
             for r in records:
                 fh.write(json.dumps(r) + "\n")
-        answers = Path(tmp) / "judge.json"
+        answers = tmp / "judge.json"
         answers.write_text(json.dumps(judge_answers), encoding="utf-8")
         run_env = {**os.environ, "PYTHONHASHSEED": hashseed, **(env or {})}
         proc = subprocess.run(
@@ -516,7 +519,7 @@ def plugin_scores(
                 sys.executable,
                 "-c",
                 _VERIFY.format(package=package),
-                str(out / "src"),
+                str(src),
                 str(data),
                 str(answers),
             ],
