@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,17 @@ def checkout_export(small_run, tmp_path_factory):
     return root, proc
 
 
+def _ruff(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    # The ruff of the interpreter running the tests (a test dependency).
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def test_relative_out_from_another_folder_verifies(checkout_export):
     root, proc = checkout_export
     assert proc.returncode == 0, proc.stderr
@@ -60,3 +72,29 @@ def test_install_target_is_a_path_pip_takes_as_a_path():
     assert install_target(Path("./monitor-r1")) == "./monitor-r1"  # Path drops the ./
     assert install_target(Path("../monitor-r1")) == "../monitor-r1"
     assert install_target(Path("/srv/monitor r1")) == "'/srv/monitor r1'"
+
+
+def test_plugin_lints_clean_in_the_checkout_and_alone(checkout_export, tmp_path):
+    root, proc = checkout_export
+    assert proc.returncode == 0, proc.stderr
+    plugin = root / "monitor-small"
+    [core] = plugin.glob("src/*/core.py")
+    package = core.parent.name
+    # The README's test command lints the checkout, the exported plugin in it included.
+    lint = _ruff("check", "--no-cache", ".", cwd=root)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    # ... by the plugin's own settings (the nearest pyproject.toml with [tool.ruff]) ...
+    shown = _ruff("check", "--no-cache", "--show-settings", str(core), cwd=root)
+    assert str(plugin / "pyproject.toml") in shown.stdout
+    # ... which are monsearch's rules, with the plugin's package as first party.
+    ours = tomllib.loads((plugin / "pyproject.toml").read_text())["tool"]["ruff"]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["ruff"]
+    assert ours["line-length"] == project["line-length"] == 100
+    assert ours["lint"]["select"] == project["lint"]["select"]
+    assert ours["lint"]["ignore"] == project["lint"]["ignore"]
+    assert ours["lint"]["isort"]["known-first-party"] == [package]
+    # Alone, with no monsearch settings above it (ruff's defaults would check far more).
+    alone = tmp_path / "monitor"
+    shutil.copytree(plugin, alone)
+    lint = _ruff("check", "--no-cache", str(alone), cwd=tmp_path)
+    assert lint.returncode == 0, lint.stdout + lint.stderr

@@ -383,6 +383,21 @@ atif-scan = ["atif-scan>=0.7,<0.8"]
 
 [tool.setuptools.packages.find]
 where = ["src"]
+
+# monsearch's lint rules, so the package is judged as the code it came from wherever it
+# is written: ruff reads the nearest pyproject.toml with a [tool.ruff] table.
+[tool.ruff]
+line-length = 100
+target-version = "py311"
+src = ["src"]
+
+[tool.ruff.lint]
+select = ["E", "F", "W", "I", "B", "UP", "SIM"]
+# as in monsearch (the _vendor modules are its own); _meta.py also has two long lines
+ignore = ["E501"]
+
+[tool.ruff.lint.isort]
+known-first-party = ["{package}"]
 """
 
 
