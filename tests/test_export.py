@@ -672,6 +672,18 @@ def test_inspect_scorer_on_an_offline_log(setup, seed_plugin, tmp_path, monkeypa
     assert score.value == seed_plugin.score(from_messages)
     assert score.answer == seed_plugin.decide(score.value, 0.05)["decision"]
     assert score.metadata["findings"]["steps"]
+    # Figures in the log are for reading: rounded as the plugin prints them.
+    from monsearch.strategies.export.display import rounded
+
+    raw = seed_plugin.findings(from_messages, top=5)
+    assert score.metadata["findings"]["score"] == score.value
+    assert [s["delta"] for s in score.metadata["findings"]["steps"]] == [
+        rounded(s["delta"]) for s in raw["steps"]
+    ]
+    at5 = seed_plugin.threshold(0.05)
+    assert score.metadata["decision"]["tau"] == at5["tau"]
+    assert score.metadata["decision"]["g"] == rounded(at5["g"])
+    assert "at a 5% audit budget" in score.explanation
     # The same trajectory read from the corpus scores the same: the transcript keeps it all.
     assert score.value == seed_plugin.score(t)
     importlib.import_module(seed_plugin.__name__ + "._inspect_registry")

@@ -9,6 +9,7 @@ The plugin is a small setuptools package::
     DIR/src/<package>/_vendor/    monsearch's readers, view and sandbox modules, copied
                                   with only their imports rewritten (see .vendor)
     DIR/src/<package>/{inspect_scorer,control_arena_monitor,atifscan_plugin}.py  adapters
+    DIR/src/<package>/_display.py how numbers are printed (a copy of .display)
 
 :func:`export` writes it, then (unless ``verify=False``) scores every val trajectory
 with the written plugin in a separate interpreter with a random ``PYTHONHASHSEED``
@@ -478,6 +479,8 @@ def write_plugin(out: Path, package: str, source: str, monitor: dict[str, Any]) 
         '"""monsearch modules copied at export time (imports rewritten only)."""\n',
         encoding="utf-8",
     )
+    # How numbers are printed: the module monsearch score uses too.
+    shutil.copyfile(Path(__file__).with_name("display.py"), src / "_display.py")
     for f in SHIM_FILES:
         shutil.copyfile(PLUGIN_DIR / f, vendor / f)
     for f, text in vendored_sources().items():
