@@ -158,6 +158,8 @@ def score(
     Inputs that cannot be read are reported by name and skipped; the exit code
     is 1 when any were, 0 otherwise.
     """
+    from monsearch.strategies.export.display import finding_steps
+
     keep: list[Any] = []
     try:
         plugin = load_monitor(monitor_ref, runs_dir, keep)
@@ -182,7 +184,7 @@ def score(
                     continue
                 result = plugin.evaluate(traj)
                 decision = plugin.decide(result.score, budget)
-                found = plugin.findings(traj, top=top)["steps"] if top else []
+                found = finding_steps(plugin.findings(traj, top=top)["steps"]) if top else []
                 record = {
                     "input": label,
                     "trajectory_id": traj.id,
@@ -214,6 +216,8 @@ def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, An
     from rich.markup import escape
     from rich.table import Table
 
+    from monsearch.strategies.export.display import percent
+
     table = Table(title=f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})")
     table.add_column("trajectory")
     table.add_column("score", justify="right")
@@ -226,7 +230,7 @@ def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, An
         table.add_row(
             escape(r["input"]),
             f"{r['score']:.4g}",
-            f"{decision} @ {r['budget']:.0%}",
+            f"{decision} @ {percent(r['budget'])}",
             escape("\n".join(_finding_text(f) for f in r["findings"]) or "-"),
         )
     console.print(table)
