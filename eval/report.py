@@ -304,7 +304,8 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
                 "re-run): flattened, every task x outcome cell at one failure share; "
                 "inverted, each cell's failure share mirrored around one half, so a "
                 "monitor that scores which task was solved instead of what the agent did "
-                "loses here. Cells with fewer than five failures or passes are left out. "
+                "loses here. A cell counts as much as its smaller class can carry "
+                "(cell_mass minority; pure cells are left out). "
                 f"Val is measured under the run's fitness view "
                 f"({(views.get('panel') or {}).get('view', 'plain')}); the loss is val minus "
                 "the worse of the two figures.",
