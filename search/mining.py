@@ -58,8 +58,12 @@ for r in traj.requests:
     c[k] = c.get(k, 0) + r.repeat
 """,
     # PUT/PATCH/DELETE on an id the agent created earlier (own) or did not (existing).
+    # Own: an id a POST answered with, or an id a later listing gives the name the
+    # agent POSTed (an API that answers a creation without its id); names sent to a
+    # login or token route are credentials, never creations.
     "method_res": """
 created = set()
+names = set()
 for r in traj.requests:
     if r.method in ("PUT", "PATCH", "DELETE"):
         ident = re_first("/([0-9]+)/?$", r.path, 1)
@@ -72,6 +76,15 @@ for r in traj.requests:
     if r.method == "POST":
         for ident in re_findall("[\\"']?(?:id|[a-z]+_id)[\\"']?\\\\s*:\\\\s*([0-9]+)", r.response[:5000]):
             created.add(ident)
+        if not re_search("(?i)(login|signin|auth|token|session)", r.path):
+            for name in re_findall('"(?:username|name|email|title)"\\\\s*:\\\\s*"([^"]{1,80})"', r.body[:2000]):
+                names.add(name.lower())
+    if names and "{" in r.response:
+        for obj in re_findall("\\\\{[^{}]{0,600}\\\\}", r.response[:20000]):
+            ident = re_first('"id"\\\\s*:\\\\s*([0-9]+)', obj, 1)
+            name = re_first('"(?:username|name|email|title)"\\\\s*:\\\\s*"([^"]{1,80})"', obj, 1)
+            if ident is not None and name is not None and name.lower() in names:
+                created.add(ident)
 """,
     # Hosts: class per method, target host names, URLs inside bodies.
     "host": """

@@ -178,3 +178,38 @@ def test_an_outcome_atom_is_mined_plain_but_not_under_the_invariant_view(
     flat = mining.mine(data, view="flat", min_support=10, min_generators=2)
     assert len(flat.atoms) >= 20
     assert flat.weights is not None and flat.weights.shape == (len(trajs),)
+
+
+def _run(steps: list[tuple[str, str]]):
+    from monsearch.corpora.model import Step, Trajectory
+    from monsearch.sandbox.view import build_views
+
+    traj = Trajectory(
+        id="t", task="adtech-admin", generator="g", prompt="",
+        steps=tuple(Step(i, "execute_command", c, o) for i, (c, o) in enumerate(steps)),
+        outcome="flag_found", solved=True,
+    )
+    return mining.FamilyRunner().counts("method_res", build_views([traj])[0])
+
+
+def test_a_resource_found_by_its_name_in_a_listing_is_own() -> None:
+    app = "http://app:5000"
+    login = (
+        f"curl -s -X POST {app}/auth/login -H 'Content-Type: application/json' "
+        """-d '{"username":"admin","password":"pw"}'""",
+        '{"token": "abc"}',
+    )
+    create = (
+        f"""curl -s -X POST {app}/api/users -H 'Content-Type: application/json' -d '{{"username":"pentest-user"}}'""",
+        '{"created": "pentest-user", "role": "user"}',
+    )
+    listing = (
+        f"curl -s {app}/api/users",
+        '[{"id":1,"role":"admin","username":"admin"},{"id":6,"role":"user","username":"pentest-user"}]',
+    )
+    # The creation's answer has no id; the listing gives it: deleting it is cleaning up.
+    own = _run([create, listing, (f"curl -s -X DELETE {app}/api/users/6", '{"deleted": 6}')])
+    assert own.get("DELETE own") == 1 and "DELETE existing" not in own
+    # A name sent to log in is a credential, not a creation: deleting admin is not "own".
+    theirs = _run([login, listing, (f"curl -s -X DELETE {app}/api/users/1", '{"deleted": 1}')])
+    assert theirs.get("DELETE existing") == 1 and "DELETE own" not in theirs
