@@ -9,8 +9,9 @@ pairs, so one unreadable input is reported by name and the others still scored:
   the corpus store writes); it is decompressed as a stream, under the same size
   cap as a plain file (per document, per JSONL line), so a small file that
   decompresses to gigabytes is refused, never held in memory;
-- a folder gives its StealthBench trajectory files if it has any, else every
-  file above in it (in a monsearch corpus folder, its parts, not its manifest);
+- a folder gives every such file in it, at any depth, less the verdict and
+  status files of a StealthBench results tree and the manifest of a monsearch
+  corpus folder (its parts are read);
 - ``-`` is stdin: one JSON document, or JSONL.
 
 Turning a document into a trajectory is the monitor plugin's ``load``, so the
@@ -36,11 +37,17 @@ from monsearch.corpora.readers.jsonio import (
     load_json,
     parse_bytes,
 )
+from monsearch.corpora.readers.stealthbench import (
+    METADATA_FILE,
+    PANEL_FILE,
+    STATUS_FILE,
+    VERDICT_FILE,
+)
 from monsearch.corpora.store import MANIFEST
 
-#: File name of a trajectory in a StealthBench results tree (its other JSON files are
-#: verdicts and metadata, not trajectories).
-STEALTHBENCH_FILE = "trajectory.atif.json"
+#: The other JSON files of a StealthBench results tree: verdicts and metadata, not
+#: trajectories.
+SIDE_FILES = frozenset({VERDICT_FILE, PANEL_FILE, STATUS_FILE, METADATA_FILE})
 #: Names of the files a folder is searched for.
 SUFFIXES = (".json", ".jsonl", ".json.zst", ".jsonl.zst")
 #: The first bytes of a zstandard frame (RFC 8878), whatever the file is called.
@@ -55,13 +62,14 @@ def _is_glob(text: str) -> bool:
 
 
 def _listed(folder: Path) -> list[Path]:
-    found = sorted(folder.rglob(STEALTHBENCH_FILE))
-    if found:
-        return found
     files = sorted(p for p in folder.rglob("*") if p.name.endswith(SUFFIXES) and p.is_file())
     # A corpus folder's manifest describes its parts; it is not a trajectory.
     parts = {p.parent for p in files if p.name.endswith(".jsonl.zst")}
-    return [p for p in files if not (p.name == MANIFEST and p.parent in parts)]
+    return [
+        p
+        for p in files
+        if p.name not in SIDE_FILES and not (p.name == MANIFEST and p.parent in parts)
+    ]
 
 
 def expand_inputs(args: tuple[str, ...]) -> Iterator[tuple[str, Path | None, str | None]]:
