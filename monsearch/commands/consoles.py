@@ -65,12 +65,27 @@ def stderr_console(*, quiet: bool = False) -> Console:
     return _Console(stderr=True, highlight=False, quiet=quiet)
 
 
-def _natural_width(table: Table) -> int:
-    """The width ``table`` takes when nothing has to be wrapped."""
+def _table(title: str) -> Table:
+    return Table(
+        title=Text(title),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+
+
+def _overhead(columns: int) -> int:
+    """The width a table of ours spends on padding and rules besides its ``columns`` cells
+    (measured on one-character headers: rendering every row would cost more)."""
+    probe_table = _table("")
+    for _ in range(columns):
+        probe_table.add_column("x")
     probe = Console(width=10_000, file=io.StringIO(), color_system=None)
     with probe.capture() as cap:
-        probe.print(table)
-    return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0)
+        probe.print(probe_table)
+    return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0) - columns
 
 
 def _allot(natural: list[int], floors: list[list[int]], room: int) -> list[int]:
@@ -139,14 +154,7 @@ def fitted_table(
         floors.append(floor)
 
     def build(widths: list[int] | None) -> Table:
-        table = Table(
-            title=Text(title),
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            show_edge=False,
-            pad_edge=False,
-            collapse_padding=True,
-        )
+        table = _table(title)
         for i, header in enumerate(headers):
             kind = kinds[i]
             width = None if widths is None else widths[i]
@@ -174,8 +182,7 @@ def fitted_table(
         return table
 
     table = build(None)
-    overhead = _natural_width(table) - sum(natural)
-    room = console.width - overhead
+    room = console.width - _overhead(len(headers))
     if sum(natural) > room:
         widths = _allot(natural, floors, room)
 
