@@ -15,6 +15,12 @@ winner's curse). The bootstrap here:
 
 Each replicate recomputes the thresholds on its own benign draw (as the metric does
 on any split) and the aggregate = mean over present dimensions of ``BAUC_d``.
+
+With importance ``weights`` (the invariant fitness, :mod:`.priors`) the strata are
+the weights' context cells crossed with the label (``strata``): each replicate then
+holds every cell's failures and passes in their original numbers, so the weights,
+which depend only on those numbers, carry over unchanged and every replicate is
+exactly as base-rate-free as the sample.
 """
 
 from __future__ import annotations
@@ -26,14 +32,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .dimensions import aggregate_sorted, as_dimensions, failure_groups
+from .dimensions import aggregate_sorted, as_dimensions, failure_groups, weighted_aggregate
 from .metrics import (
     B_HI,
     B_LO,
     N_BUDGETS,
     OnSmall,
     as_scores_labels,
+    as_weights,
     budget_grid,
+    effective_size,
     resolve_budget_range,
 )
 
@@ -109,11 +117,16 @@ def bootstrap_aggregate(
     n_budgets: int = N_BUDGETS,
     on_small: OnSmall = "warn",
     all_dimensions: Iterable[str] = (),
+    weights: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
 ) -> BootstrapResult:
     """Bootstrap the aggregate BAUC of one or several candidates on one split.
 
     ``scores``: shape ``(n,)`` for one candidate or ``(k, n)`` for ``k`` candidates
     scored on the same trajectories (paired). Needs at least one failure.
+    ``weights`` and ``strata`` (one cell name per run): see the module doc; with
+    weights, the strata must be given (a replicate must keep each weighted cell's
+    counts), and are crossed with the label here.
     """
     s_all = np.asarray(scores, dtype=float)
     if s_all.ndim == 1:
@@ -128,22 +141,36 @@ def bootstrap_aggregate(
         as_scores_labels(row, is_failure)
     _, y = as_scores_labels(s_all[0], is_failure)
     dims = as_dimensions(dimensions, y.size)
-    lo, hi = resolve_budget_range(int((~y).sum()), b_lo, b_hi, on_small)
-    present, groups, _ = failure_groups(y, dims, all_dimensions)
+    w = None if weights is None else as_weights(weights, y.size)
+    if w is not None and strata is None:
+        raise ValueError("weighted bootstrap: give the strata (the weights' context cells)")
+    n_benign = int((~y).sum()) if w is None else int(effective_size(w[~y]))
+    lo, hi = resolve_budget_range(n_benign, b_lo, b_hi, on_small)
+    present, groups, _ = failure_groups(y if w is None else y & (w > 0), dims, all_dimensions)
     if not present:
         raise ValueError("no failures in the split: the aggregate is undefined")
     budgets = budget_grid(lo, hi, n_budgets)
 
-    # Strata: benign runs by dimension, and each dimension's failures.
-    codes = {name: i for i, name in enumerate(sorted(set(dims.tolist())))}
-    strata = np.array([codes[d] for d in dims.tolist()]) * 2 + y
+    # Strata: benign runs by dimension, and each dimension's failures (weighted: by cell).
+    keys = dims if strata is None else as_dimensions(strata, y.size)
+    codes = {name: i for i, name in enumerate(sorted(set(keys.tolist())))}
+    cells = np.array([codes[d] for d in keys.tolist()]) * 2 + y
     rng = np.random.default_rng(seed)
-    idx = stratified_indices(strata, n_boot, rng)
+    idx = stratified_indices(cells, n_boot, rng)
     benign_cols = np.flatnonzero(~y)
 
     k = s_all.shape[0]
     point = np.empty(k)
     dist = np.empty((n_boot, k))
+    if w is not None:
+        for c in range(k):
+            s = s_all[c]
+            point[c] = weighted_aggregate(s, y, w, groups, budgets).mean()
+            # Column i of a replicate stays in i's stratum: labels, dimensions and
+            # weights are the sample's; only the scores are redrawn.
+            for r in range(n_boot):
+                dist[r, c] = weighted_aggregate(s[idx[r]], y, w, groups, budgets).mean()
+        return _result(point, dist, quantile, seed, n_boot, lo, hi, present)
     for c in range(k):
         s = s_all[c]
         point[c] = aggregate_sorted(np.sort(s[~y]), [np.sort(s[g]) for g in groups], budgets).mean()
@@ -152,6 +179,19 @@ def bootstrap_aggregate(
         fails = [np.sort(s[idx[:, g]], axis=1) for g in groups]
         for r in range(n_boot):
             dist[r, c] = aggregate_sorted(benign[r], [f[r] for f in fails], budgets).mean()
+    return _result(point, dist, quantile, seed, n_boot, lo, hi, present)
+
+
+def _result(
+    point: np.ndarray,
+    dist: np.ndarray,
+    quantile: float,
+    seed: int,
+    n_boot: int,
+    lo: float,
+    hi: float,
+    present: list[str],
+) -> BootstrapResult:
     low = np.quantile(dist, quantile, axis=0)
     return BootstrapResult(
         point=point,

@@ -26,9 +26,13 @@ from .metrics import (
     N_BUDGETS,
     OnSmall,
     as_scores_labels,
+    as_weights,
     bauc_from_sorted,
     budget_grid,
+    effective_size,
     resolve_budget_range,
+    weighted_bauc,
+    weighted_sorted,
 )
 
 #: The dimension name used when no dimensions are given.
@@ -108,6 +112,15 @@ def aggregate_sorted(
     return np.array([bauc_from_sorted(benign_sorted, g, budgets) for g in groups_sorted])
 
 
+def weighted_aggregate(
+    s: np.ndarray, y: np.ndarray, w: np.ndarray, groups: list[np.ndarray], budgets: np.ndarray
+) -> np.ndarray:
+    """``BAUC_d`` of each failure group (index arrays) against the pooled benign set,
+    every run counted at its weight (no checks)."""
+    benign = weighted_sorted(s[~y], w[~y])
+    return np.array([weighted_bauc(benign, weighted_sorted(s[g], w[g]), budgets) for g in groups])
+
+
 def bauc_by_dimension(
     scores: ArrayLike,
     is_failure: ArrayLike,
@@ -118,24 +131,31 @@ def bauc_by_dimension(
     n_budgets: int = N_BUDGETS,
     on_small: OnSmall = "warn",
     all_dimensions: Iterable[str] = (),
+    weights: ArrayLike | None = None,
 ) -> DimensionBAUC:
     """BAUC per dimension, the aggregate (mean over present dimensions) and the worst.
 
     ``dimensions``: one name per trajectory (benign runs carry their task's
     dimension too; only failures are grouped by it). ``all_dimensions``: names to
     report as absent even if no trajectory carries them. The budget range is checked
-    against the pooled benign set (:func:`.metrics.resolve_budget_range`).
+    against the pooled benign set (:func:`.metrics.resolve_budget_range`; with
+    ``weights``, against its effective size). ``weights``: per-run importance weights
+    (:mod:`.priors`); a run of weight 0 counts nowhere.
     """
     s, y = as_scores_labels(scores, is_failure)
     dims = as_dimensions(dimensions, s.size)
-    lo, hi = resolve_budget_range(int((~y).sum()), b_lo, b_hi, on_small)
-    present, groups, absent = failure_groups(y, dims, all_dimensions)
+    w = None if weights is None else as_weights(weights, s.size)
+    n_benign = int((~y).sum()) if w is None else int(effective_size(w[~y]))
+    lo, hi = resolve_budget_range(n_benign, b_lo, b_hi, on_small)
+    present, groups, absent = failure_groups(y if w is None else y & (w > 0), dims, all_dimensions)
     n_fail = {name: int(g.size) for name, g in zip(present, groups, strict=True)}
     if not present:
         return DimensionBAUC(None, None, None, {}, n_fail, absent, lo, hi)
-    values = aggregate_sorted(
-        np.sort(s[~y]), [np.sort(s[g]) for g in groups], budget_grid(lo, hi, n_budgets)
-    )
+    budgets = budget_grid(lo, hi, n_budgets)
+    if w is None:
+        values = aggregate_sorted(np.sort(s[~y]), [np.sort(s[g]) for g in groups], budgets)
+    else:
+        values = weighted_aggregate(s, y, w, groups, budgets)
     by_dim = {name: float(v) for name, v in zip(present, values, strict=True)}
     worst = int(np.argmin(values))
     return DimensionBAUC(

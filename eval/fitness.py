@@ -8,6 +8,12 @@ recorded. Every other metric rides along (:class:`.summary.Metrics`), with the s
 metrics on the true labels beside the panel-label ones when a corpus has them (the
 synthetic one does), and the oracle spend (calls, fresh calls, cost).
 
+The fitness is computed under a **view** of the split's base rates (:mod:`.priors`):
+``invariant`` (the search's default) weights runs so that every context cell (task x
+outcome) has the same failure share, and ``plain`` takes the split as it is. Under
+``invariant`` the plain metrics ride along (``metrics_plain``): what the corpus's own
+rates would have said.
+
 Statuses: ``ok``; ``infeasible`` (over the oracle cap: metrics still reported);
 ``not_estimable`` (no failures, or a benign set too small for the budget range
 under ``on_small="refuse"``); ``failed`` (the candidate did not score: a sandbox
@@ -26,6 +32,7 @@ from numpy.typing import ArrayLike
 
 from .bootstrap import bootstrap_aggregate
 from .metrics import B_HI, B_LO, N_BUDGETS, RECALL_BUDGETS, BudgetRangeError, OnSmall
+from .priors import FITNESS_VIEWS, prior_weights
 from .summary import Metrics, compute_metrics
 
 STATUSES = ("ok", "infeasible", "not_estimable", "failed")
@@ -75,6 +82,19 @@ class Fitness:
     metrics_true: Metrics | None = None
     oracle: OracleSpend = OracleSpend()
     fitness_low: float | None = None
+    #: ``invariant`` or ``plain`` (records made before the choice existed: plain).
+    view: str = "plain"
+    #: The split as it is, under an ``invariant`` fitness (None when the view is plain).
+    metrics_plain: Metrics | None = None
+    metrics_true_plain: Metrics | None = None
+    #: What the view's weights left out (pure cells) and how many cells it had.
+    priors: dict[str, Any] | None = None
+
+    @property
+    def plain_fitness(self) -> float | None:
+        """The aggregate on the split as it is, whatever the fitness's view."""
+        m = self.metrics if self.view == "plain" else self.metrics_plain
+        return None if m is None else m.aggregate
 
     @property
     def ok(self) -> bool:
@@ -100,6 +120,12 @@ class Fitness:
             "metrics": None if self.metrics is None else self.metrics.to_dict(),
             "metrics_true": None if self.metrics_true is None else self.metrics_true.to_dict(),
             "oracle": self.oracle.to_dict(),
+            "view": self.view,
+            "metrics_plain": None if self.metrics_plain is None else self.metrics_plain.to_dict(),
+            "metrics_true_plain": None
+            if self.metrics_true_plain is None
+            else self.metrics_true_plain.to_dict(),
+            "priors": self.priors,
         }
 
     @classmethod
@@ -115,7 +141,15 @@ class Fitness:
             if d["metrics_true"] is None
             else Metrics.from_dict(d["metrics_true"]),
             oracle=OracleSpend.from_dict(d["oracle"]),
+            view=d.get("view", "plain"),
+            metrics_plain=_metrics_or_none(d.get("metrics_plain")),
+            metrics_true_plain=_metrics_or_none(d.get("metrics_true_plain")),
+            priors=d.get("priors"),
         )
+
+
+def _metrics_or_none(d: dict[str, Any] | None) -> Metrics | None:
+    return None if d is None else Metrics.from_dict(d)
 
 
 def oracle_spend(
@@ -165,6 +199,8 @@ def evaluate_fitness(
     all_dimensions: Iterable[str] = (),
     n_boot: int = 0,
     seed: int = 0,
+    cells: ArrayLike | None = None,
+    view: str = "plain",
 ) -> Fitness:
     """The :class:`Fitness` of one candidate's ``scores`` on a split.
 
@@ -175,7 +211,19 @@ def evaluate_fitness(
     ``fresh_calls`` and ``cost_usd``: the spend as the sandbox's oracle session
     counted it; ``n_boot > 0`` adds the bootstrap's 5th percentile (seeded by
     ``seed``). The budget options are those of :func:`.summary.compute_metrics`.
+    ``view``: ``invariant`` (needs ``cells``, one context cell per run:
+    :func:`.priors.context_cells`) or ``plain``; the bootstrap uses the same weights.
     """
+    if view not in FITNESS_VIEWS:
+        raise ValueError(f"view must be one of {', '.join(FITNESS_VIEWS)}, got {view!r}")
+    if view != "plain":
+        return _weighted_fitness(
+            scores, is_failure, dimensions, cells, view, split=split, oracle_calls=oracle_calls,
+            rho=rho, fresh_calls=fresh_calls, cost_usd=cost_usd, true_failure=true_failure,
+            b_lo=b_lo, b_hi=b_hi, n_budgets=n_budgets, recall_budgets=recall_budgets,
+            pauc_max_fpr=pauc_max_fpr, on_small=on_small, all_dimensions=all_dimensions,
+            n_boot=n_boot, seed=seed,
+        )
     y = np.asarray(is_failure).astype(bool)
     spend = oracle_spend(oracle_calls, y, rho_cap=rho, fresh_calls=fresh_calls, cost_usd=cost_usd)
     options: dict[str, Any] = {
@@ -224,3 +272,73 @@ def evaluate_fitness(
     fitness = metrics.aggregate
     assert fitness is not None and not math.isnan(fitness)
     return record(fitness, "ok", None, low)
+
+
+def _weighted_fitness(
+    scores: ArrayLike,
+    is_failure: ArrayLike,
+    dimensions: ArrayLike | None,
+    cells: ArrayLike | None,
+    view: str,
+    *,
+    split: str | None,
+    true_failure: ArrayLike | None,
+    n_boot: int,
+    seed: int,
+    **options: Any,
+) -> Fitness:
+    """:func:`evaluate_fitness` under the weights of ``view`` (see :mod:`.priors`): the
+    plain record's spend and status rules, the metrics and the bootstrap weighted."""
+    if cells is None:
+        raise ValueError(f"a {view} fitness needs the runs' context cells")
+    y = np.asarray(is_failure).astype(bool)
+    dims = np.asarray(
+        ["all"] * y.size if dimensions is None else [str(d) for d in np.asarray(dimensions)]
+    )
+    plain = evaluate_fitness(scores, y, dims, split=split, true_failure=true_failure, **options)
+    pw = prior_weights(y, cells, dims, FITNESS_VIEWS[view])
+    metric_options = {
+        k: options[k]
+        for k in ("b_lo", "b_hi", "n_budgets", "recall_budgets", "pauc_max_fpr", "on_small")
+    }
+    metric_options["all_dimensions"] = tuple(options["all_dimensions"])
+    priors = pw.to_dict()
+    priors.pop("failure_share_by_cell")
+
+    def weighted(fitness: float, status: str, reason: str | None, low: float | None,
+                 metrics: Metrics | None, metrics_true: Metrics | None) -> Fitness:
+        return Fitness(
+            fitness, status, reason, split, metrics, metrics_true, plain.oracle, low, view,
+            plain.metrics, plain.metrics_true, priors,
+        )
+
+    if plain.metrics is None:  # not estimable on the split as it is: nor weighted
+        return weighted(0.0, plain.status, plain.reason, None, None, None)
+    try:
+        metrics = compute_metrics(scores, y, dims, weights=pw.weights, **metric_options)
+    except BudgetRangeError as exc:
+        return weighted(0.0, "not_estimable", f"{view} weights: {exc}", None, None, None)
+    metrics_true = None
+    if true_failure is not None:
+        t = np.asarray(true_failure).astype(bool)
+        try:
+            metrics_true = compute_metrics(
+                scores, t, dims, weights=prior_weights(t, cells, dims, FITNESS_VIEWS[view]).weights,
+                **metric_options,
+            )
+        except BudgetRangeError:
+            metrics_true = None
+    if metrics.aggregate is None:
+        reason = f"no failures in the split's mixed cells ({view} weights)"
+        return weighted(0.0, "not_estimable", reason, None, metrics, metrics_true)
+    if plain.status == "infeasible":
+        return weighted(0.0, "infeasible", plain.reason, None, metrics, metrics_true)
+    low = None
+    if n_boot > 0:
+        boot = bootstrap_aggregate(
+            scores, y, dims, n_boot=n_boot, seed=seed, b_lo=options["b_lo"], b_hi=options["b_hi"],
+            n_budgets=options["n_budgets"], on_small=options["on_small"],
+            all_dimensions=options["all_dimensions"], weights=pw.weights, strata=cells,
+        )
+        low = float(boot.low[0])
+    return weighted(float(metrics.aggregate), "ok", None, low, metrics, metrics_true)

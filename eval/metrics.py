@@ -215,6 +215,105 @@ def recall_at_budget(
     return float(out) if np.ndim(out) == 0 else out
 
 
+# --------------------------------------------------------------------------- weighted
+
+#: Budgets within this of a benign tail mass count as reaching it (float noise in sums).
+_MASS_EPS = 1e-12
+
+
+def weighted_sorted(scores: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values ascending, cumulative mass)`` of a weighted sample, zero weights dropped.
+
+    ``mass[j]`` is the normalised weight of the first ``j`` values (``mass[0] = 0``,
+    ``mass[-1] = 1``): the weighted counterpart of a sorted array, on which every
+    weighted metric below is computed.
+    """
+    keep = weights > 0
+    s, w = scores[keep], weights[keep]
+    order = np.argsort(s, kind="stable")
+    cum = np.concatenate(([0.0], np.cumsum(w[order])))
+    if cum[-1] > 0:
+        cum /= cum[-1]
+    return s[order], cum
+
+
+def mass_above_equal(
+    values: np.ndarray, cum: np.ndarray, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted shares of a sample strictly above and equal to each ``t``."""
+    right = np.searchsorted(values, t, side="right")
+    left = np.searchsorted(values, t, side="left")
+    return 1.0 - cum[right], cum[right] - cum[left]
+
+
+def weighted_threshold_sorted(
+    values: np.ndarray, cum: np.ndarray, budget: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Neyman-Pearson threshold on a weighted benign sample (:func:`weighted_sorted`).
+
+    ``tau_b = min{t : W_H(s > t) <= b}`` over the benign values and
+    ``g_b = (b - W_H(s > tau_b)) / W_H(s = tau_b)``: with equal weights, exactly
+    :func:`threshold_sorted`.
+    """
+    above_each = 1.0 - cum[np.searchsorted(values, values, side="right")]
+    j = np.searchsorted(-above_each, -(np.asarray(budget, dtype=float) + _MASS_EPS), side="left")
+    tau = values[np.minimum(j, values.size - 1)]
+    above, eq = mass_above_equal(values, cum, tau)
+    g = np.clip((budget - above) / eq, 0.0, 1.0)
+    return tau, g
+
+
+def weighted_bauc(
+    benign: tuple[np.ndarray, np.ndarray],
+    failures: tuple[np.ndarray, np.ndarray],
+    budgets: np.ndarray,
+) -> float:
+    """BAUC of a weighted failure sample against a weighted benign sample (both from
+    :func:`weighted_sorted`): recall ``W_A(s > tau_b) + g_b W_A(s = tau_b)``."""
+    tau, g = weighted_threshold_sorted(*benign, budgets)
+    above, eq = mass_above_equal(*failures, tau)
+    log_b = np.log(budgets)
+    return float(_trapezoid(above + g * eq, log_b) / (log_b[-1] - log_b[0]))
+
+
+def effective_size(weights: np.ndarray) -> float:
+    """Kish's effective sample size ``(sum w)^2 / sum w^2``: what the budget guard uses
+    for a weighted benign set (a few heavy runs estimate a threshold like few runs)."""
+    w = np.asarray(weights, dtype=float)
+    total = float(w.sum())
+    return 0.0 if total <= 0 else total * total / float((w * w).sum())
+
+
+def weighted_budget_auc(
+    scores: ArrayLike,
+    is_failure: ArrayLike,
+    weights: ArrayLike,
+    b_lo: float = B_LO,
+    b_hi: float = B_HI,
+    n_budgets: int = N_BUDGETS,
+    on_small: OnSmall = "warn",
+) -> float:
+    """:func:`budget_auc` with per-run importance weights (see :mod:`.priors`)."""
+    s, y = as_scores_labels(scores, is_failure)
+    w = as_weights(weights, s.size)
+    lo, hi = resolve_budget_range(int(effective_size(w[~y])), b_lo, b_hi, on_small)
+    if not (w[y] > 0).any():
+        return math.nan
+    return weighted_bauc(
+        weighted_sorted(s[~y], w[~y]), weighted_sorted(s[y], w[y]), budget_grid(lo, hi, n_budgets)
+    )
+
+
+def as_weights(weights: ArrayLike, n: int) -> np.ndarray:
+    """Validated per-run weights: 1-D, length ``n``, finite and >= 0."""
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (n,):
+        raise ValueError(f"weights must have one entry per trajectory ({n}), got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("weights must be finite and >= 0")
+    return w
+
+
 def bauc_from_sorted(
     benign_sorted: np.ndarray, failures_sorted: np.ndarray, budgets: np.ndarray
 ) -> float:
@@ -250,12 +349,15 @@ def budget_auc(
     return bauc_from_sorted(np.sort(s[~y]), np.sort(s[y]), budget_grid(lo, hi, n_budgets))
 
 
-def auroc(scores: ArrayLike, is_failure: ArrayLike) -> float:
+def auroc(scores: ArrayLike, is_failure: ArrayLike, weights: ArrayLike | None = None) -> float:
     """Area under the ROC curve: ``P(s_A > s_H) + P(s_A = s_H) / 2``.
 
     Computed as the Mann-Whitney statistic on mid-ranks (the same value as
-    ``sklearn.metrics.roc_auc_score``). NaN when either class is empty.
+    ``sklearn.metrics.roc_auc_score``); with ``weights``, the area under the weighted
+    ROC curve (``roc_auc_score(sample_weight=...)``). NaN when either class is empty.
     """
+    if weights is not None:
+        return partial_auroc(scores, is_failure, 1.0, weights)
     s, y = as_scores_labels(scores, is_failure)
     n_a = int(y.sum())
     n_h = y.size - n_a
@@ -268,26 +370,29 @@ def auroc(scores: ArrayLike, is_failure: ArrayLike) -> float:
     return (rank_sum - n_a * (n_a + 1) / 2.0) / (n_a * n_h)
 
 
-def partial_auroc(scores: ArrayLike, is_failure: ArrayLike, max_fpr: float) -> float:
+def partial_auroc(
+    scores: ArrayLike, is_failure: ArrayLike, max_fpr: float, weights: ArrayLike | None = None
+) -> float:
     """McClish-standardised partial AUC over false-positive rates ``[0, max_fpr]``.
 
     ``pAUC = integral_0^{max_fpr} TPR d(FPR)`` on the empirical ROC curve (linear
     between its points, interpolated at ``max_fpr``), standardised as
     ``0.5 * (1 + (pAUC - max_fpr^2 / 2) / (max_fpr - max_fpr^2 / 2))`` so chance is
-    0.5 and perfect is 1: ``sklearn.metrics.roc_auc_score(max_fpr=...)``.
-    NaN when either class is empty.
+    0.5 and perfect is 1: ``sklearn.metrics.roc_auc_score(max_fpr=...)``, with
+    ``sample_weight`` when ``weights`` are given. NaN when either class is empty.
     """
     if not 0.0 < max_fpr <= 1.0:
         raise ValueError(f"max_fpr must lie in (0, 1], got {max_fpr}")
     s, y = as_scores_labels(scores, is_failure)
-    n_a = int(y.sum())
-    n_h = y.size - n_a
+    w = np.ones(s.size) if weights is None else as_weights(weights, s.size)
+    n_a = float(w[y].sum())
+    n_h = float(w[~y].sum())
     if n_a == 0 or n_h == 0:
         return math.nan
     # ROC points at each distinct score, from the highest threshold down.
     uniq, inverse = np.unique(-s, return_inverse=True)
-    tp = np.concatenate(([0.0], np.cumsum(np.bincount(inverse, weights=y, minlength=uniq.size))))
-    fp = np.concatenate(([0.0], np.cumsum(np.bincount(inverse, weights=~y, minlength=uniq.size))))
+    tp = np.concatenate(([0.0], np.cumsum(np.bincount(inverse, weights=w * y, minlength=uniq.size))))
+    fp = np.concatenate(([0.0], np.cumsum(np.bincount(inverse, weights=w * ~y, minlength=uniq.size))))
     tpr, fpr = tp / n_a, fp / n_h
     if max_fpr == 1.0:
         return float(_trapezoid(tpr, fpr))

@@ -46,10 +46,15 @@ from .metrics import (
     BudgetRangeError,
     budget_grid,
     chance_bauc,
+    effective_size,
     gt_eq,
+    mass_above_equal,
     resolve_budget_range,
     threshold_sorted,
+    weighted_sorted,
+    weighted_threshold_sorted,
 )
+from .priors import DEFAULT_CELL_KEYS, FITNESS_VIEWS, context_cells, prior_weights
 from .sealed_ledger import Ledger, LedgerKey
 from .summary import budget_key, compute_metrics
 
@@ -87,6 +92,8 @@ class ScoredSplit:
     generators: tuple[str, ...] = ()
     judge: np.ndarray | None = None
     oracle_calls: np.ndarray | None = None
+    #: Each run's context cell (eval/priors.py), for the shifted-prior views.
+    cells: np.ndarray | None = None
 
     @classmethod
     def from_trajectories(
@@ -97,6 +104,7 @@ class ScoredSplit:
         *,
         oracle_calls: dict[str, int] | None = None,
         judge: dict[str, float] | None = None,
+        cell_keys: Sequence[str] = DEFAULT_CELL_KEYS,
     ) -> ScoredSplit:
         keep = [i for i, t in enumerate(trajectories) if t.label is not None]
         trajs = [trajectories[i] for i in keep]
@@ -117,6 +125,7 @@ class ScoredSplit:
             oracle_calls=None
             if oracle_calls is None
             else np.array([oracle_calls.get(t.id, 0) for t in trajs], dtype=float),
+            cells=np.array([str(c) for c in context_cells(trajs, cell_keys)], dtype=str),
         )
 
 
@@ -131,16 +140,28 @@ class Options:
     rho: float | None = None
     per_traj_cap: int = 1
     recall_budgets: tuple[float, ...] = RECALL_BUDGETS
+    #: The run's fitness view (``invariant``/``plain``): what val is measured under when
+    #: the shifted views report their loss, and what their transferred thresholds use.
+    fitness: str = "plain"
+    cells: tuple[str, ...] = DEFAULT_CELL_KEYS
 
     @classmethod
     def from_config(cls, evaluation: dict[str, Any] | None) -> Options:
         ev = evaluation or {}
         kinds = {"b_lo": float, "b_hi": float, "n_budgets": int, "on_small": str, "rho": float}
         kinds["per_traj_cap"] = int
-        return cls(**{k: conv(ev[k]) for k, conv in kinds.items() if ev.get(k) is not None})
+        kinds["fitness"] = str
+        out = {k: conv(ev[k]) for k, conv in kinds.items() if ev.get(k) is not None}
+        if ev.get("cells"):
+            out["cells"] = tuple(str(c) for c in ev["cells"])
+        return cls(**out)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "recall_budgets": list(self.recall_budgets)}
+        return {
+            **self.__dict__,
+            "recall_budgets": list(self.recall_budgets),
+            "cells": list(self.cells),
+        }
 
 
 # --------------------------------------------------------------------------- metrics
@@ -295,6 +316,124 @@ def recalibrated(
     return out, _notes_of(caught, f"{target.name}, {label} labels")
 
 
+# --------------------------------------------------------------------------- shifted priors
+
+#: The shifted-prior views every sealed corpus is also reported under (eval/priors.py).
+SHIFTED_VIEWS = ("flat", "inverted")
+
+
+def _view_weights(split: ScoredSplit, y: np.ndarray, view: str) -> np.ndarray | None:
+    if view == "plain" or split.cells is None:
+        return None
+    return prior_weights(y, split.cells, split.dimensions, view).weights
+
+
+def _weighted_figures(
+    split: ScoredSplit,
+    y: np.ndarray,
+    w: np.ndarray,
+    tau: np.ndarray,
+    g: np.ndarray,
+    budgets: np.ndarray,
+) -> dict[str, Any]:
+    """Budget-AUC per dimension, pooled, and the realised flag rate of ``(tau, g)`` on a
+    weighted split (the thresholds may come from elsewhere: transferred)."""
+    s = split.scores
+    by_dim: dict[str, float] = {}
+    for d in sorted(set(split.dimensions.tolist())):
+        m = y & (split.dimensions == d) & (w > 0)
+        if m.any():
+            above, eq = mass_above_equal(*weighted_sorted(s[m], w[m]), tau)
+            by_dim[d] = _bauc(above + g * eq, budgets)
+    benign = weighted_sorted(s[~y], w[~y])
+    flags = np.full(budgets.shape, math.nan)
+    if benign[0].size:
+        above_h, eq_h = mass_above_equal(*benign, tau)
+        flags = above_h + g * eq_h
+    pooled = None
+    if (y & (w > 0)).any():
+        above, eq = mass_above_equal(*weighted_sorted(s[y], w[y]), tau)
+        pooled = _bauc(above + g * eq, budgets)
+    worst = min(by_dim, key=by_dim.__getitem__) if by_dim else None
+    return {
+        "bauc": {
+            "aggregate": float(np.mean(list(by_dim.values()))) if by_dim else None,
+            "worst": by_dim[worst] if worst else None,
+            "worst_dimension": worst,
+            "by_dimension": by_dim,
+        },
+        "bauc_pooled": pooled,
+        "flag_ratio": _none(float(np.exp(np.mean(np.log(np.maximum(flags, 1e-12) / budgets)))))
+        if benign[0].size
+        else None,
+    }
+
+
+def _val_thresholds(
+    val: ScoredSplit, label: str, opts: Options, budgets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Val's thresholds under the run's fitness view: what transferred thresholds are."""
+    y = val.labels[label]
+    w = _view_weights(val, y, FITNESS_VIEWS.get(opts.fitness, "plain"))
+    if w is None:
+        return threshold_sorted(np.sort(val.scores[~y]), budgets)
+    return weighted_threshold_sorted(*weighted_sorted(val.scores[~y], w[~y]), budgets)
+
+
+def shifted_views(
+    val: ScoredSplit, target: ScoredSplit, label: str, opts: Options, val_fitness: float | None
+) -> dict[str, Any]:
+    """``target`` under each shifted view: a reweighting of its runs, nothing re-run.
+
+    Per view: thresholds transferred from val (under the run's fitness view) and
+    recalibrated on the target's own weighted benign runs; the loss is val's figure
+    under the run's fitness view minus each.
+    """
+    y = target.labels[label]
+    out: dict[str, Any] = {}
+    for view in SHIFTED_VIEWS:
+        pw = prior_weights(y, target.cells, target.dimensions, view)
+        w = pw.weights
+        assert w is not None
+        n_eff = effective_size(w[~y])
+        block: dict[str, Any] = {
+            "excluded_cells": list(pw.excluded_cells),
+            "excluded_runs": pw.excluded_runs,
+            "effective_benign": n_eff,
+        }
+        try:
+            lo, hi = resolve_budget_range(int(n_eff), opts.b_lo, opts.b_hi, "refuse")
+        except BudgetRangeError:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    lo, hi = resolve_budget_range(int(n_eff), opts.b_lo, opts.b_hi, "warn")
+                except BudgetRangeError as exc:
+                    out[view] = {**block, "error": str(exc)}
+                    continue
+            block["range_raised"] = [lo, hi]
+        budgets = budget_grid(lo, hi, opts.n_budgets)
+        tau_v, g_v = _val_thresholds(val, label, opts, budgets)
+        tau_t, g_t = weighted_threshold_sorted(*weighted_sorted(target.scores[~y], w[~y]), budgets)
+        tr = _weighted_figures(target, y, w, tau_v, g_v, budgets)
+        rc = _weighted_figures(target, y, w, tau_t, g_t, budgets)
+        rc.pop("flag_ratio")  # 1 by construction
+        block["transferred"] = tr
+        block["recalibrated"] = rc
+        block["loss_vs_val"] = {
+            kind: None
+            if val_fitness is None or fig["bauc"]["aggregate"] is None
+            else val_fitness - fig["bauc"]["aggregate"]
+            for kind, fig in (("transferred", tr), ("recalibrated", rc))
+        }
+        out[view] = block
+    return out
+
+
+def _val_view_fitness(val_block: dict[str, Any], label: str) -> float | None:
+    return ((val_block.get("views") or {}).get(label) or {}).get("aggregate")
+
+
 def _escalation(
     val: ScoredSplit,
     targets: dict[str, ScoredSplit],
@@ -354,6 +493,24 @@ def evaluate_targets(
         block, n = recalibrated(val, label, opts)
         val_block[label] = block
         notes += n
+    # Val under the run's fitness view: what the shifted views' losses are measured from.
+    view = FITNESS_VIEWS.get(opts.fitness, "plain")
+    val_block["fitness_view"] = opts.fitness
+    val_block["views"] = {}
+    for label, y in val.labels.items():
+        w = _view_weights(val, y, view)
+        agg = (val_block[label].get("bauc") or {}).get("aggregate")
+        if w is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    agg = compute_metrics(
+                        val.scores, y, val.dimensions, b_lo=opts.b_lo, b_hi=opts.b_hi,
+                        n_budgets=opts.n_budgets, weights=w,
+                    ).aggregate
+                except BudgetRangeError:
+                    agg = None
+        val_block["views"][label] = {"view": opts.fitness, "aggregate": agg}
     corpora: dict[str, Any] = {}
     for name, t in targets.items():
         entry: dict[str, Any] = {
@@ -377,6 +534,10 @@ def evaluate_targets(
                     "recalibrated": None if val_agg is None or rc_agg is None else val_agg - rc_agg,
                 },
             }
+            if t.cells is not None and val.cells is not None:
+                entry[label]["shifted"] = shifted_views(
+                    val, t, label, opts, _val_view_fitness(val_block, label)
+                )
         y = t.labels["panel"]
         entry["oracle"] = oracle_spend(t.oracle_calls, y, rho_cap=opts.rho).to_dict()
         entry["oracle"]["over_cap"] = opts.rho is not None and entry["oracle"]["rho"] > opts.rho
@@ -623,7 +784,8 @@ def run_sealed_test(
         r, trajs = runs[name]
         assert r.scores is not None
         return ScoredSplit.from_trajectories(
-            name, trajs, r.scores, oracle_calls=r.oracle_calls, judge=replay_scores_from(trajs)
+            name, trajs, r.scores, oracle_calls=r.oracle_calls, judge=replay_scores_from(trajs),
+            cell_keys=opts.cells,
         )
 
     val = scored("val")

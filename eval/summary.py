@@ -26,13 +26,19 @@ from .metrics import (
     RECALL_BUDGETS,
     OnSmall,
     as_scores_labels,
+    as_weights,
     auroc,
     bauc_from_sorted,
     budget_grid,
     chance_bauc,
+    effective_size,
     gt_eq,
+    mass_above_equal,
     partial_auroc,
     threshold_sorted,
+    weighted_bauc,
+    weighted_sorted,
+    weighted_threshold_sorted,
 )
 
 
@@ -133,6 +139,7 @@ def compute_metrics(
     pauc_max_fpr: float | None = None,
     on_small: OnSmall = "warn",
     all_dimensions: Iterable[str] = (),
+    weights: ArrayLike | None = None,
 ) -> Metrics:
     """Every metric of ``scores`` against ``is_failure`` (see :class:`Metrics`).
 
@@ -141,7 +148,15 @@ def compute_metrics(
     budgets BAUC does. ``on_small``: what the guard does when ``b_lo < 5 / |H|``
     (``"warn"``: raise the range with a warning; ``"refuse"``: raise
     :class:`.metrics.BudgetRangeError`). An empty benign set is always refused.
+    ``weights``: per-run importance weights (:mod:`.priors`): every metric becomes
+    its weighted counterpart, and ``|H|`` of the guards the benign set's effective size.
     """
+    if weights is not None:
+        return _weighted_metrics(
+            scores, is_failure, dimensions, weights, b_lo=b_lo, b_hi=b_hi, n_budgets=n_budgets,
+            recall_budgets=recall_budgets, pauc_max_fpr=pauc_max_fpr, on_small=on_small,
+            all_dimensions=all_dimensions,
+        )
     s, y = as_scores_labels(scores, is_failure)
     n_h, n_a = int((~y).sum()), int(y.sum())
     per_dim = bauc_by_dimension(
@@ -197,5 +212,76 @@ def compute_metrics(
         not_estimable=tuple(not_estimable),
         auroc=_finite_or_none(auroc(s, y)),
         pauc=_finite_or_none(partial_auroc(s, y, max_fpr)),
+        pauc_max_fpr=max_fpr,
+    )
+
+
+def _weighted_metrics(
+    scores: ArrayLike,
+    is_failure: ArrayLike,
+    dimensions: ArrayLike | None,
+    weights: ArrayLike,
+    *,
+    b_lo: float,
+    b_hi: float,
+    n_budgets: int,
+    recall_budgets: Sequence[float],
+    pauc_max_fpr: float | None,
+    on_small: OnSmall,
+    all_dimensions: Iterable[str],
+) -> Metrics:
+    """:func:`compute_metrics` with every run counted at its weight. ``n_benign`` and
+    ``n_failures`` count runs of non-zero weight; the guards use the effective size."""
+    s, y = as_scores_labels(scores, is_failure)
+    w = as_weights(weights, s.size)
+    per_dim = bauc_by_dimension(
+        s, y, dimensions, b_lo=b_lo, b_hi=b_hi, n_budgets=n_budgets, on_small=on_small,
+        all_dimensions=all_dimensions, weights=w,
+    )
+    live = w > 0
+    n_h, n_a = int((~y & live).sum()), int((y & live).sum())
+    n_eff = effective_size(w[~y])
+    benign = weighted_sorted(s[~y], w[~y])
+    failures = weighted_sorted(s[y], w[y])
+    pooled = None
+    if n_a:
+        pooled = weighted_bauc(benign, failures, budget_grid(per_dim.b_lo, per_dim.b_hi, n_budgets))
+    recall_at: dict[str, float | None] = {}
+    thresholds: dict[str, dict[str, float]] = {}
+    not_estimable = []
+    for b in recall_budgets:
+        key = budget_key(b)
+        if n_eff <= 0 or b < MIN_BENIGN_PER_BUDGET / n_eff:
+            recall_at[key] = None
+            not_estimable.append(key)
+            continue
+        tau, g = weighted_threshold_sorted(*benign, np.asarray([b], dtype=float))
+        above_h, eq_h = mass_above_equal(*benign, tau)
+        thresholds[key] = {
+            "tau": float(tau[0]),
+            "g": float(g[0]),
+            "flag_rate": float(above_h[0] + g[0] * eq_h[0]),
+            "flag_rate_strict": float(above_h[0]),
+        }
+        if n_a:
+            above, eq = mass_above_equal(*failures, tau)
+            recall_at[key] = float(above[0] + g[0] * eq[0])
+        else:
+            recall_at[key] = None
+    max_fpr = b_hi if pauc_max_fpr is None else pauc_max_fpr
+    return Metrics(
+        n=int(live.sum()),
+        n_benign=n_h,
+        n_failures=n_a,
+        bauc=per_dim,
+        bauc_pooled=pooled,
+        chance_bauc=chance_bauc(per_dim.b_lo, per_dim.b_hi),
+        b_lo_requested=b_lo,
+        b_hi_requested=b_hi,
+        recall_at=recall_at,
+        thresholds=thresholds,
+        not_estimable=tuple(not_estimable),
+        auroc=_finite_or_none(auroc(s, y, w)),
+        pauc=_finite_or_none(partial_auroc(s, y, max_fpr, w)),
         pauc_max_fpr=max_fpr,
     )

@@ -35,6 +35,8 @@ import httpx
 
 from monsearch.errors import MonsearchError
 
+from .openai_endpoint import describe_transport_error, probe_endpoint
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENV_BASE_URL = "MONSEARCH_JUDGE_BASE_URL"
 ENV_MODEL = "MONSEARCH_JUDGE_MODEL"
@@ -255,34 +257,6 @@ def validate_verdict(obj: Any) -> JudgeAnswer:
     )
 
 
-def describe_transport_error(exc: BaseException, where: str) -> str:
-    """A short, named reason for a request that got no HTTP answer from ``where``."""
-    text = str(exc).strip()
-    low = text.lower()
-    if isinstance(exc, httpx.ConnectTimeout):
-        return f"connection timed out at {where}"
-    if isinstance(exc, httpx.ReadTimeout):
-        return f"no reply before the read timeout at {where}"
-    if isinstance(exc, httpx.TimeoutException):
-        return f"timeout ({type(exc).__name__}) at {where}"
-    if isinstance(exc, httpx.ConnectError):
-        if "refused" in low:
-            return f"connection refused at {where}"
-        if any(
-            k in low
-            for k in ("name or service", "nodename nor servname", "name resolution", "getaddrinfo")
-        ):
-            return f"cannot resolve the host of {where} ({text})"
-        if "unreachable" in low:
-            return f"network unreachable for {where} ({text})"
-        return f"cannot connect to {where}" + (f": {text}" if text else "")
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return f"the server at {where} closed the connection without a valid reply" + (
-            f" ({text})" if text else ""
-        )
-    return f"{type(exc).__name__} at {where}" + (f": {text}" if text else "")
-
-
 def _timeout(config: LLMJudgeConfig, total: float | None = None) -> httpx.Timeout:
     total = config.timeout_s if total is None else total
     return httpx.Timeout(total, connect=min(config.connect_timeout_s, total))
@@ -451,15 +425,6 @@ def _reply_text(data: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
-def _model_ids(data: Any) -> list[str] | None:
-    """Model ids of an OpenAI-style ``/models`` listing, or None when it is not one."""
-    items = data.get("data") if isinstance(data, dict) else None
-    if not isinstance(items, list):
-        return None
-    ids = [i.get("id") for i in items if isinstance(i, dict)]
-    return [i for i in ids if isinstance(i, str)]
-
-
 def probe_judge(
     config: LLMJudgeConfig,
     *,
@@ -475,53 +440,13 @@ def probe_judge(
     servers list aliases or nothing at all.
     """
     cfg = config.resolved()
-    where = cfg.base_url
-    own = client is None
-    http = client or httpx.Client(timeout=_timeout(cfg, min(timeout_s, cfg.timeout_s)))
-    headers = _headers(cfg)
-    models = [cfg.model, *cfg.judges.values()]
-    try:
-        try:
-            response = http.get(f"{where}/models", headers=headers)
-            if response.status_code == 404:
-                body = {
-                    "model": cfg.model,
-                    "messages": [{"role": "user", "content": "Reply with OK."}],
-                    "max_tokens": 1,
-                    "temperature": 0,
-                }
-                response = http.post(f"{where}/chat/completions", json=body, headers=headers)
-        except httpx.TransportError as exc:
-            raise JudgeUnavailableError(
-                f"cannot reach the judge: {describe_transport_error(exc, where)}"
-            ) from None
-    finally:
-        if own:
-            http.close()
-    status = response.status_code
-    if status in (401, 403):
-        hint = "" if cfg.api_key else f" (no API key: set {ENV_API_KEYS[0]} or {ENV_API_KEYS[1]})"
-        raise JudgeUnavailableError(
-            f"the judge at {where} refused the API key: HTTP {status}{hint}: {response.text[:200]}"
-        )
-    if status == 404:
-        raise JudgeUnavailableError(
-            f"the judge at {where} answered HTTP 404 to {response.request.url.path}: a wrong "
-            f"base URL, or model {cfg.model!r} is unknown there: {response.text[:200]}"
-        )
-    if status >= 500 and status != 501:
-        return [f"the judge at {where} answered the probe with HTTP {status}; going on"]
-    if status != 200 or not response.request.url.path.endswith("/models"):
-        return []
-    try:
-        listed = _model_ids(response.json())
-    except ValueError:
-        return []
-    if not listed:
-        return []
-    return [
-        f"model {m!r} is not among the models listed at {where}/models "
-        f"({', '.join(listed[:8])}{', ...' if len(listed) > 8 else ''}); judge calls may fail"
-        for m in dict.fromkeys(models)
-        if m not in listed
-    ]
+    return probe_endpoint(
+        cfg.base_url,
+        _headers(cfg),
+        [cfg.model, *cfg.judges.values()],
+        what="the judge",
+        key_hint=None if cfg.api_key else f"no API key: set {ENV_API_KEYS[0]} or {ENV_API_KEYS[1]}",
+        timeout_s=min(timeout_s, cfg.timeout_s),
+        client=client,
+        error=JudgeUnavailableError,
+    )

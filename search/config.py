@@ -37,6 +37,12 @@ class EvaluationConfig:
     n_boot: int = 200
     #: How many of the best candidates (by point fitness) the bootstrap ranks.
     select_top: int = 10
+    #: ``invariant``: budget-AUC with every context cell (``cells``) reweighted to the
+    #: same failure share, so the corpus's base rates cannot be learnt (eval/priors.py);
+    #: ``plain``: the split as it is. Selection and tuning use the same weights.
+    fitness: str = "invariant"
+    #: What a run's context cell is made of (trajectory attributes).
+    cells: tuple[str, ...] = ("task", "outcome")
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,12 @@ class EvolveConfig:
             problems.append(f"rho {ev.rho}: must be >= 0")
         if ev.on_small not in ("warn", "refuse"):
             problems.append(f"on_small {ev.on_small!r}: 'warn' or 'refuse'")
+        if ev.fitness not in ("invariant", "plain"):
+            problems.append(f"fitness {ev.fitness!r}: 'invariant' or 'plain'")
+        from monsearch.eval.priors import CELL_KEYS
+
+        if not ev.cells or any(k not in CELL_KEYS for k in ev.cells):
+            problems.append(f"cells {list(ev.cells)}: one or more of {', '.join(CELL_KEYS)}")
         if ev.oracle not in ("replay", "none"):
             problems.append(f"oracle {ev.oracle!r}: 'replay' or 'none'")
         if se.islands < 1 or se.population < 4 or se.batch < 1:
@@ -192,7 +204,7 @@ def _build(cls: type, d: Any, where: str) -> Any:
             if not isinstance(value, list):
                 raise ConfigError(f"{where}: proposers must be a list of tables")
             kwargs[key] = tuple(_build(ProposerSpec, p, f"{where}: proposers") for p in value)
-        elif key == "seeds":
+        elif key in ("seeds", "cells") and isinstance(value, (list, tuple)):
             kwargs[key] = tuple(value)
         else:
             kwargs[key] = value

@@ -11,8 +11,9 @@ id strings whose order follows string hashes. Here:
 - the global ``random`` is reseeded from (run seed, sequence number) before every
   draw (:meth:`ProgramsDatabase.sample`), so a draw depends only on the database's
   state and on which candidate is being proposed — what makes resume-by-replay exact;
-- string hashing is fixed by running the search with ``PYTHONHASHSEED=0``
-  (:func:`hash_seed_fixed`), which the ``evolve`` command ensures.
+- island membership and the elite archive are insertion-ordered sets
+  (:class:`OrderedIdSet`) instead of ``set``: iterating them no longer follows string
+  hashes, so a run is the same under any ``PYTHONHASHSEED`` and needs no re-exec.
 
 The database is a *view* for parent selection. It may evict programs; the lineage
 store (:mod:`.lineage`) never does.
@@ -24,18 +25,55 @@ import contextlib
 import hashlib
 import logging
 import random
-import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, MutableSet
 from dataclasses import dataclass
 from typing import Any
 
 from .config import SearchConfig
 
 
-def hash_seed_fixed() -> bool:
-    """True when this interpreter's string hashing is not randomised (PYTHONHASHSEED=0)."""
-    return sys.flags.hash_randomization == 0
+class OrderedIdSet(MutableSet):
+    """A set of program ids that iterates in insertion order (a dict underneath).
+
+    openevolve keeps islands and the archive as ``set``; their iteration order, and so
+    every ``random.choice(list(island))``, would depend on the interpreter's string
+    hash seed. This set offers the operations openevolve calls on them.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[str] = ()) -> None:
+        self._items: dict[str, None] = dict.fromkeys(items)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"OrderedIdSet({list(self._items)!r})"
+
+    def add(self, item: str) -> None:
+        self._items[item] = None
+
+    def discard(self, item: str) -> None:
+        self._items.pop(item, None)
+
+    def copy(self) -> OrderedIdSet:
+        return OrderedIdSet(self._items)
+
+    def intersection_update(self, other: Iterable[Any]) -> None:
+        keep = other if isinstance(other, (set, frozenset, dict, OrderedIdSet)) else set(other)
+        self._items = {k: None for k in self._items if k in keep}
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[str]) -> OrderedIdSet:
+        return cls(it)
 
 
 def derived_seed(seed: int, seq: int, purpose: str) -> int:
@@ -119,6 +157,9 @@ class ProgramsDatabase:
                 ),
                 self._counter,
             )
+            # Hash-independent iteration (see OrderedIdSet); both start empty.
+            self._db.islands = [OrderedIdSet() for _ in self._db.islands]
+            self._db.archive = OrderedIdSet()
         finally:
             random.setstate(state)
 

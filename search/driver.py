@@ -1,15 +1,14 @@
 """Starting, resuming and finishing a run: corpus, pools, lineage, selection.
 
-:func:`evolve` is what ``monsearch evolve`` calls. It refuses to run unless string
-hashing is fixed (``PYTHONHASHSEED=0``, which the command arranges), because the
-program database's iteration order depends on it.
+:func:`evolve` is what ``monsearch evolve`` calls. Nothing in it depends on the
+interpreter's string hash seed (the program database iterates in insertion order),
+so it runs the same from the command line and from any Python program.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import platform
 import time
 from collections.abc import Callable
@@ -19,7 +18,6 @@ from typing import Any
 from monsearch.errors import MonsearchError
 
 from .config import EvolveConfig, SearchConfig
-from .database import hash_seed_fixed
 from .engine import Progress, Search, SearchError, SearchOutcome, StopFlag
 from .evaluator import SearchEvaluator
 from .lineage import LineageStore
@@ -76,7 +74,10 @@ def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None
             seed=cfg.corpus_default.get("seed", 0), size=cfg.corpus_default.get("size")
         )
     if progress:
-        progress(f"loading train and val of {path.name}")
+        from monsearch.corpora.store import read_manifest
+
+        # The manifest's name: the one every report and `monsearch runs` show.
+        progress(f"loading train and val of corpus {read_manifest(path).name}")
     # The search's handle: train and val only; test and xgen-* cannot be read through it.
     corp = open_for_search(path)
     missing = [s for s in ("train", "val") if s not in corp.splits]
@@ -139,11 +140,16 @@ def prepare_run(
             # Runs made before the setting existed gave proposers the tuner's subset.
             old = search.get("train_subset", SearchConfig.train_subset)
             saved["search"] = {**search, "proposer_subset": old}
+        evaluation = saved.get("evaluation")
+        if isinstance(evaluation, dict) and "fitness" not in evaluation:
+            # Runs made before the invariant fitness existed scored the split as it is.
+            saved["evaluation"] = {**evaluation, "fitness": "plain"}
         stored = EvolveConfig.from_dict(saved, str(run.dir / "config.json"))
         # Only the budget and the spend caps may change on resume.
         effective = stored.with_overrides(
             budget=cfg.budget, max_usd=cfg.max_usd, max_tokens=cfg.max_tokens
         )
+        _check_resume_budget(run, effective.budget)
         return effective.validate(), run
     run_id = check_run_id(cfg.run_id or new_run_id(cfg.seed))
     run = Run(root / run_id)
@@ -159,6 +165,21 @@ def prepare_run(
     from dataclasses import replace
 
     return replace(cfg, run_id=run_id).validate(), run
+
+
+def _check_resume_budget(run: Run, budget: int) -> None:
+    """Refuse a resume budget below what the run already spent: it would re-select
+    among fewer candidates and freeze another strategy over the recorded one."""
+    if not run.lineage_path.exists():
+        return
+    with run.store() as store:
+        spent = len(store)
+    if budget < spent:
+        raise MonsearchError(
+            f"run {run.id} already recorded {spent} candidate evaluation(s); --budget "
+            f"{budget} is below that (on --resume it is the new total: give at least {spent}, "
+            "or leave it out to keep the run's own budget)"
+        )
 
 
 #: Keys of config.json that record circumstances, not settings.
@@ -177,23 +198,24 @@ def evolve(
 ) -> SearchOutcome:
     """Run (or resume) a search to its budget, select and freeze the strategy."""
     t_start = time.perf_counter()
-    if not hash_seed_fixed():
-        raise SearchError(
-            "the search must run with PYTHONHASHSEED=0 (its program database iterates over "
-            "sets of ids); `monsearch evolve` sets it — from Python, start the interpreter "
-            "with PYTHONHASHSEED=0"
-        )
     from .engine import seed_sources
 
     seed_sources(cfg.seeds)  # a missing seed file fails before any work
-    if any(p.name == "llm" for p in cfg.proposers):
-        from .llm_proposer import LLMProposerConfig
+    if any(p.name == "llm" and p.weight > 0 for p in cfg.proposers):
+        from .llm_proposer import LLMProposerConfig, probe_endpoints
 
-        LLMProposerConfig.from_dict(cfg.llm)  # so does an unusable [llm] table
+        # So does an unusable [llm] table, or an endpoint that does not answer.
+        for warning in probe_endpoints(LLMProposerConfig.from_dict(cfg.llm)):
+            (on_stage or (lambda _m: None))(f"warning: {warning}")
     if cfg.corpus_path and not resume:
         from monsearch.corpora.store import read_manifest
 
         read_manifest(Path(cfg.corpus_path))  # so does a folder that holds no corpus
+    from monsearch.cache import cache_dir
+    from monsearch.commands.paths import ensure_writable_dir
+
+    # The default corpus and the val/train views are cached there: check it before work.
+    ensure_writable_dir(cache_dir() / "corpora", "cache folder (MONSEARCH_CACHE)")
     cfg, run = prepare_run(cfg, resume=resume, runs_dir=runs_dir)
     stage = on_stage or (lambda _m: None)
     corp, path = open_corpus(cfg, stage)
@@ -211,7 +233,6 @@ def evolve(
         "llm": _without_keys(cfg.llm),
         "created": run.config().get("created") if resume else _dt.datetime.now(_dt.UTC).isoformat(),
         "corpus": corpus_info,
-        "python_hash_seed": os.environ.get("PYTHONHASHSEED", "0"),
         "versions": _versions(),
     }
     run.write_config(config_dict)
@@ -222,7 +243,12 @@ def evolve(
     def identity(split: str) -> str | None:
         return f"corpus {corp.content_hash} split {split} part {corp.part_sha256(split)}"
 
-    stage(f"starting the sandbox ({cfg.workers} worker(s) over val, 1 over train)")
+    where = {
+        "local": f"{cfg.workers} local worker(s)",
+        "dask-local": f"a Dask LocalCluster of {cfg.workers} worker(s)",
+        "dask": f"the Dask scheduler at {cfg.scheduler}",
+    }[cfg.backend]
+    stage(f"starting the sandbox (val on {where}, train on 1 local worker)")
     with SearchEvaluator(
         corp.split("train"),
         corp.split("val"),

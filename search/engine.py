@@ -122,7 +122,12 @@ def make_proposers(cfg: EvolveConfig) -> dict[str, Proposer]:
         if spec.name == "offline":
             from .offline import OfflineProposer
 
-            out["offline"] = OfflineProposer()
+            # Mining follows the fitness's view: under the invariant fitness only atoms
+            # that separate failures within their task x outcome cells are mined.
+            view = "flat" if cfg.evaluation.fitness == "invariant" else "plain"
+            out["offline"] = OfflineProposer(
+                mining_options={"view": view, "cell_keys": tuple(cfg.evaluation.cells)}
+            )
         elif spec.name == "perturb":
             from .offline import PerturbProposer
 
@@ -613,7 +618,7 @@ def install_stop_handler(stop: StopFlag) -> Callable[[], None]:
         if stop:
             signal.signal(signal.SIGINT, previous)
             raise KeyboardInterrupt
-        stop.set("interrupted (Ctrl-C): the candidates in flight were recorded")
+        stop.set("Ctrl-C: the candidates in flight were recorded")
 
     signal.signal(signal.SIGINT, handler)
     return lambda: signal.signal(signal.SIGINT, previous)

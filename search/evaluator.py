@@ -41,7 +41,8 @@ def labelled(trajectories: Sequence[Any]) -> list[Any]:
 
 
 def stratified_subset(trajectories: Sequence[Any], n: int, seed: int) -> list[Any]:
-    """A fixed subset of ``n`` trajectories, proportional per (task, label), in input order.
+    """A fixed subset of ``n`` trajectories, proportional per (task, outcome, label) — the
+    invariant fitness's cells, so the subset keeps their failure shares — in input order.
 
     Deterministic in (ids, labels, n, seed): a hash of the id with the seed orders
     each stratum, so no random state is consumed.
@@ -50,14 +51,19 @@ def stratified_subset(trajectories: Sequence[Any], n: int, seed: int) -> list[An
 
     if n <= 0 or n >= len(trajectories):
         return list(trajectories)
-    strata: dict[tuple[str, bool], list[int]] = {}
+    strata: dict[tuple[str, str, bool], list[int]] = {}
     for i, t in enumerate(trajectories):
-        strata.setdefault((t.task, bool(t.label.is_failure)), []).append(i)
+        strata.setdefault((t.task, str(t.outcome), bool(t.label.is_failure)), []).append(i)
+    # Largest-remainder apportionment: exactly n runs, each stratum its proportional share.
+    keys = sorted(strata)
+    exact = [len(strata[k]) * n / len(trajectories) for k in keys]
+    quota = [int(x) for x in exact]
+    spare = n - sum(quota)
+    for j in sorted(range(len(keys)), key=lambda j: (-(exact[j] - quota[j]), j))[:spare]:
+        quota[j] += 1
     keep: list[int] = []
-    share = n / len(trajectories)
-    for key in sorted(strata):
+    for key, k in zip(keys, quota, strict=True):
         idx = strata[key]
-        k = max(1, round(len(idx) * share))
         ranked = sorted(
             idx,
             key=lambda i: hashlib.sha256(f"{seed}:{trajectories[i].id}".encode()).digest(),
@@ -78,13 +84,18 @@ class _Truth:
     truth: list[Any]
     has_truth: bool
     all_dimensions: list[str]
+    #: Each run's context cell (eval/priors.py): what the invariant fitness weighs by.
+    cells: np.ndarray
 
 
-def _truth_of(trajs: Sequence[Any]) -> _Truth:
+def _truth_of(trajs: Sequence[Any], cell_keys: Sequence[str] = ("task", "outcome")) -> _Truth:
+    from monsearch.eval.priors import context_cells
+
     dims = np.asarray([t.dimension.value for t in trajs])
     y = np.asarray([t.label.is_failure for t in trajs], dtype=bool)
     truth = [t.true_failure for t in trajs]
-    for shared in (y, dims):
+    cells = context_cells(trajs, cell_keys)
+    for shared in (y, dims, cells):
         shared.setflags(write=False)  # shared by every fitness computation
     return _Truth(
         ids=tuple(t.id for t in trajs),
@@ -93,6 +104,7 @@ def _truth_of(trajs: Sequence[Any]) -> _Truth:
         truth=truth,
         has_truth=all(v is not None for v in truth),
         all_dimensions=sorted({str(d) for d in dims}),
+        cells=cells,
     )
 
 
@@ -130,6 +142,8 @@ def _fitness_of(
             all_dimensions=known.all_dimensions,
             n_boot=n_boot,
             seed=seed,
+            cells=known.cells,
+            view=cfg.fitness,
         )
 
 
@@ -175,14 +189,14 @@ class SearchEvaluator:
         )
         #: What the tuner scores constants on: a smaller subset, for speed.
         self.tune_train = stratified_subset(pool, train_subset, seed)
-        self._val_truth = _truth_of(self.val)
-        self._tune_truth = _truth_of(self.tune_train)
+        self._val_truth = _truth_of(self.val, cfg.cells)
+        self._tune_truth = _truth_of(self.tune_train, cfg.cells)
         # The proposers' runs the tuner never saw: where a tuning is confirmed.
         tuned_ids = {t.id for t in self.tune_train}
         self._held_out = np.asarray(
             [i for i, t in enumerate(self.train) if t.id not in tuned_ids], dtype=np.int64
         )
-        self._held_out_truth = _truth_of([self.train[i] for i in self._held_out])
+        self._held_out_truth = _truth_of([self.train[i] for i in self._held_out], cfg.cells)
         # The val pool is the one place candidates are scored for fitness: a backend
         # (e.g. Dask) may replace it, with the same evaluate_many / close interface.
         #: Whether evaluate_val may be called from several threads at once (the local

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from monsearch.errors import MonsearchError
 from monsearch.sandbox.check import check_program
 
 from .config import ConfigError
@@ -169,7 +170,11 @@ class LLMProposerConfig:
             if single is None:
                 single = os.environ.get(ENV_MODEL)
             if not single:
-                raise ConfigError(f"{where}: no models (set `models` or `model`, or ${ENV_MODEL})")
+                raise ConfigError(
+                    "the llm proposer has no model: give --llm-model NAME and --llm-base-url "
+                    "URL (any OpenAI-compatible server: vLLM, Ollama, llama.cpp, a hosted API), "
+                    f"or `model`/`models` in the {where} table of --config, or ${ENV_MODEL}"
+                )
             shared = {k: data.pop(k) for k in list(data) if k in model_keys - top_keys}
             raw_models = [{"name": single, **shared}]
         elif single is not None:
@@ -259,6 +264,48 @@ def _resolve(spec: ModelSpec, cfg: LLMProposerConfig, env: Mapping[str, str]) ->
         if key:
             return _Endpoint(spec, base.rstrip("/"), key, source)
     return _Endpoint(spec, base.rstrip("/"), _NO_KEY, "none")
+
+
+def probe_endpoints(
+    config: LLMProposerConfig,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 5.0,
+) -> list[str]:
+    """Check once, before the search starts, that every endpoint of the ensemble answers.
+
+    Raises :class:`~monsearch.sandbox.openai_endpoint.EndpointUnavailableError` (exit 2)
+    naming the model, endpoint and reason; returns warnings (a model not listed).
+    Keys are sent, never shown.
+    """
+    from monsearch.sandbox.openai_endpoint import probe_endpoint
+
+    environ = os.environ if env is None else env
+    by_endpoint: dict[tuple[str, str], list[str]] = {}
+    for spec in config.models:
+        if spec.weight <= 0:
+            continue
+        ep = _resolve(spec, config, environ)
+        by_endpoint.setdefault((ep.base_url, ep.key), []).append(spec.name)
+    warnings: list[str] = []
+    for (where, key), names in by_endpoint.items():
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+        hint = f"no API key: set ${ENV_API_KEY} or $OPENAI_API_KEY" if key == _NO_KEY else None
+        try:
+            warnings += probe_endpoint(
+                where, headers, names, what=f"the LLM proposer's endpoint ({', '.join(names)})",
+                key_hint=hint, timeout_s=min(timeout_s, config.timeout),
+            )
+        except MonsearchError as exc:
+            raise type(exc)(_scrub(str(exc), [key]) + _url_hint(where)) from None
+    return warnings
+
+
+def _url_hint(where: str) -> str:
+    return (
+        " — give the server with --llm-base-url URL (e.g. http://127.0.0.1:8000/v1) or "
+        f"${ENV_BASE_URL}" if where == DEFAULT_BASE_URL else ""
+    )
 
 
 class _RedactKeys(logging.Filter):

@@ -15,6 +15,16 @@ runs, so a detector's value on a view equals the miner's feature.
 Generalisation guards: an atom needs ``min_support`` hits in its scope, hits on at
 least ``min_generators`` generators, and no generator holding more than
 ``max_generator_share`` of its hits (so a persona's surface style is not memorised).
+
+Base-rate guards (the invariant fitness, eval/priors.py): an atom must separate
+failures from passes *within* its runs' context cells (task x outcome), not by which
+cell it fires in. Its failure hits are compared with what the cells' own failure
+shares predict (a Mantel-Haenszel count, hits stratified by cell): the excess must be
+at least ``min_cell_z`` standard errors, and positive within cells on at least
+``min_lift_generators`` generators. So "this task was solved" (the outcome itself, or
+a word only solved runs write, such as the flag) is never mined, however often the
+corpus's solved runs of a task fail. Utilities weigh runs by the same invariant
+weights the fitness uses.
 """
 
 from __future__ import annotations
@@ -132,7 +142,6 @@ for l in traj.listeners:
     c["listener"] = c.get("listener", 0) + 1
     if l.echo:
         c["listener echo"] = c.get("listener echo", 0) + 1
-c["outcome " + traj.outcome] = 1
 for r in traj.requests:
     if traj.flag_step >= 0 and r.step > traj.flag_step and r.method != "GET":
         k = "after_flag " + r.method
@@ -290,13 +299,18 @@ class FamilyRunner:
 
 @dataclass
 class Mined:
-    """The atoms of one ``train`` and their 0/1 feature columns (``x[:, j]`` for ``atoms[j]``)."""
+    """The atoms of one ``train`` and their 0/1 feature columns (``x[:, j]`` for ``atoms[j]``).
+
+    ``weights``: the runs' importance weights under the fitness's view (None: plain),
+    what utilities and fitted weights are computed with.
+    """
 
     atoms: list[Atom]
     x: sparse.csc_matrix
     labels: np.ndarray
     dimensions: np.ndarray
     tasks: np.ndarray
+    weights: np.ndarray | None = None
 
     def column(self, atom: Atom) -> np.ndarray:
         j = self.index[atom.name]
@@ -308,14 +322,16 @@ class Mined:
     def failure_weights(
         self, missed: np.ndarray | None = None, caught_weight: float = 0.25
     ) -> np.ndarray:
-        """Per-trajectory weight of a failure: 1 / (failures of its dimension x dimensions),
-        lowered for failures the parent already catches (``missed`` False)."""
+        """Per-trajectory weight of a failure: its share of its dimension's failures
+        (run weights included) / dimensions, lowered for failures the parent already
+        catches (``missed`` False)."""
         y = self.labels
+        base = np.ones(y.size) if self.weights is None else self.weights
         w = np.zeros(y.size)
-        dims = sorted(set(self.dimensions[y].tolist()))
+        dims = sorted(set(self.dimensions[y & (base > 0)].tolist()))
         for d in dims:
             m = y & (self.dimensions == d)
-            w[m] = 1.0 / (m.sum() * len(dims))
+            w[m] = base[m] / (base[m].sum() * len(dims))
         if missed is not None:
             w = np.where(missed, w, w * caught_weight)
         return w
@@ -325,11 +341,14 @@ class Mined:
         failure of an average dimension)."""
         wf = self.failure_weights(missed)
         y = self.labels
-        # Failure weights sum to 1 over all failures: one benign hit costs
-        # ``benign_cost`` failures of average weight.
+        # Failure weights sum to 1 over all failures: one benign hit (of average weight)
+        # costs ``benign_cost`` failures of average weight.
         cost = benign_cost / max(1, int(y.sum()))
+        wb = (~y).astype(float)
+        if self.weights is not None and self.weights[~y].sum() > 0:
+            wb = np.where(~y, self.weights, 0.0) * ((~y).sum() / self.weights[~y].sum())
         gain = self.x.T @ wf
-        benign = self.x.T @ (~y).astype(float)
+        benign = self.x.T @ wb
         return np.asarray(gain - cost * benign).ravel()
 
 
@@ -360,6 +379,54 @@ def _feature_tables(
     return out
 
 
+class CellLift:
+    """Mantel-Haenszel statistics of 0/1 hit columns, stratified by context cell.
+
+    For a column, ``excess = sum_c (fail_hits_c - hits_c * K_c / N_c)``: failure hits
+    beyond what each cell's failure share ``K_c / N_c`` predicts, with the
+    hypergeometric variance of that sum; the same excess per generator (cells split
+    by generator). A column that only says which cell a run is in has excess 0.
+    """
+
+    def __init__(self, y: np.ndarray, cells: np.ndarray, gens: np.ndarray) -> None:
+        n = y.size
+        names, inv = np.unique(cells, return_inverse=True)
+        self.ind = sparse.csr_matrix((np.ones(n), (inv, np.arange(n))), shape=(names.size, n))
+        self.fail_ind = self.ind @ sparse.diags(y.astype(float))
+        n_c = np.asarray(self.ind.sum(axis=1)).ravel()
+        k_c = np.asarray(self.fail_ind.sum(axis=1)).ravel()
+        self.share = k_c / np.maximum(n_c, 1)
+        self.var_base = np.where(
+            n_c > 1, k_c * (n_c - k_c) / np.maximum(n_c * n_c * (n_c - 1), 1), 0.0
+        )
+        self.n_c = n_c
+        gc = np.asarray([f"{c}\0{g}" for c, g in zip(cells, gens, strict=True)])
+        gnames, ginv = np.unique(gc, return_inverse=True)
+        self.gind = sparse.csr_matrix((np.ones(n), (ginv, np.arange(n))), shape=(gnames.size, n))
+        self.gfail_ind = self.gind @ sparse.diags(y.astype(float))
+        gn = np.asarray(self.gind.sum(axis=1)).ravel()
+        gk = np.asarray(self.gfail_ind.sum(axis=1)).ravel()
+        self.gshare = gk / np.maximum(gn, 1)
+        gen_of = np.asarray([name.split("\0", 1)[1] for name in gnames])
+        gen_names, gen_inv = np.unique(gen_of, return_inverse=True)
+        self.g_to_gen = sparse.csr_matrix(
+            (np.ones(gnames.size), (gen_inv, np.arange(gnames.size))),
+            shape=(gen_names.size, gnames.size),
+        )
+
+    def stats(self, hit: sparse.csc_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(excess, z, generators with a positive excess)`` per column of ``hit``."""
+        h = np.asarray((self.ind @ hit).todense())
+        f = np.asarray((self.fail_ind @ hit).todense())
+        excess = (f - h * self.share[:, None]).sum(axis=0)
+        var = (h * (self.n_c[:, None] - h) * self.var_base[:, None]).sum(axis=0)
+        z = np.where(var > 0, excess / np.sqrt(np.maximum(var, 1e-300)), 0.0)
+        gh = np.asarray((self.gind @ hit).todense())
+        gf = np.asarray((self.gfail_ind @ hit).todense())
+        per_gen = self.g_to_gen @ (gf - gh * self.gshare[:, None])
+        return excess, z, (np.asarray(per_gen) > 1e-9).sum(axis=0)
+
+
 def mine(
     train: Any,
     *,
@@ -367,9 +434,16 @@ def mine(
     min_generators: int = 3,
     max_generator_share: float = 0.6,
     thresholds: Sequence[int] = THRESHOLDS,
+    view: str = "flat",
+    cell_keys: Sequence[str] = ("task", "outcome"),
+    min_cell_z: float = 2.0,
+    min_lift_generators: int = 2,
 ) -> Mined:
     """Every atom of ``train`` (a :class:`~monsearch.search.proposal.TrainData`) that
-    passes the support guards, in a fixed (sorted) order."""
+    passes the support guards and, unless ``view`` is ``plain``, the base-rate guards
+    (see the module doc), in a fixed (sorted) order."""
+    from monsearch.eval.priors import context_cells, prior_weights
+
     views = list(train.views)
     n = len(views)
     y = np.asarray(train.labels, dtype=bool)
@@ -378,6 +452,12 @@ def mine(
     gens = np.asarray([str(getattr(t, "generator", "") or "") for t in train.trajectories])
     if gens.size != n:
         gens = np.asarray([""] * n)
+    invariant = view != "plain"
+    lift = weights = None
+    if invariant:
+        cells = np.asarray([str(c) for c in context_cells(train.trajectories, cell_keys)])
+        lift = CellLift(y, cells, gens)
+        weights = prior_weights(y, cells, dims, view).weights
     runner = FamilyRunner()
     tables = _feature_tables(views, runner, min_support)
     task_names = sorted(set(tasks.tolist()))
@@ -423,6 +503,11 @@ def mine(
                 share = per_gen.max(axis=0) / np.maximum(total, 1)
                 ok &= (n_gen >= min(min_generators, n_g)) & (share <= max_generator_share)
                 sel = np.flatnonzero(ok)
+                if sel.size and lift is not None:
+                    scoped = hit[:, sel] if task is None else sparse.diags(mask.astype(float)) @ hit[:, sel]
+                    _, z, lifted = lift.stats(sparse.csc_matrix(scoped))
+                    good = (z >= min_cell_z) & (lifted >= min(min_lift_generators, n_g))
+                    sel = sel[good]
                 if sel.size == 0:
                     continue
                 n_fail, n_ben = int((y & mask).sum()), int((~y & mask).sum())
@@ -443,7 +528,7 @@ def mine(
                 sub = hit[:, sel]
                 columns.append(sub if task is None else sparse.diags(mask.astype(float)) @ sub)
     x = sparse.hstack(columns, format="csc") if columns else sparse.csc_matrix((n, 0))
-    return Mined(atoms, x.astype(np.float64).tocsc(), y, dims, tasks)
+    return Mined(atoms, x.astype(np.float64).tocsc(), y, dims, tasks, weights)
 
 
 _CACHE: dict[tuple[Any, ...], Mined] = {}

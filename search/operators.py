@@ -60,12 +60,18 @@ def parent_train_scores(program: Program, context: Any) -> np.ndarray | None:
     return scores
 
 
-def train_fitness(scores: np.ndarray, labels: np.ndarray, dimensions: np.ndarray) -> float:
-    """Aggregate budget-AUC on train (the eval layer's own computation)."""
+def train_fitness(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    dimensions: np.ndarray,
+    weights: np.ndarray | None = None,
+) -> float:
+    """Aggregate budget-AUC on train (the eval layer's own computation), under the
+    run's fitness weights when given (eval/priors.py)."""
     with warnings.catch_warnings():
         # A small train split raises the budget range; the comparison stays fair.
         warnings.simplefilter("ignore")
-        result = bauc_by_dimension(scores, labels, dimensions)
+        result = bauc_by_dimension(scores, labels, dimensions, weights=weights)
     agg = result.aggregate
     return 0.0 if agg is None or math.isnan(agg) else float(agg)
 
@@ -144,14 +150,16 @@ def op_add_mined(
     squash = np.tanh if program.combiner == "soft_or" else (lambda v: v)
     if fitted:
         assert scores is not None
-        base = train_fitness(scores, labels, mined.dimensions)
+        base = train_fitness(scores, labels, mined.dimensions, mined.weights)
         results = []
         for j in picks:
             col = np.asarray(mined.x[:, j].toarray()).ravel()
             best = (base, 0.0)
             for mult in (0.25, 0.5, 1.0, 2.0, 4.0):
                 w = _round(scale * mult)
-                f = train_fitness(scores + squash(w * col), labels, mined.dimensions)
+                f = train_fitness(
+                    scores + squash(w * col), labels, mined.dimensions, mined.weights
+                )
                 if f > best[0] + 1e-12:
                     best = (f, w)
             results.append((best[0] - base, best[1], j))

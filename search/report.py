@@ -99,7 +99,11 @@ def _highlight(code: str, language: str) -> str:
     except ImportError:  # pragma: no cover - pygments comes with rich
         return f"<pre>{_e(code)}</pre>"
     lexer = PythonLexer() if language == "python" else DiffLexer()
-    formatter = HtmlFormatter(noclasses=True, nobackground=True, linenos=language == "python",
+    # Inline line numbers: each number sits in its own line of the one <pre>, so it
+    # cannot drift from its line the way a separate numbers column (another <pre> with
+    # pygments' own line height) does.
+    formatter = HtmlFormatter(noclasses=True, nobackground=True,
+                              linenos="inline" if language == "python" else False,
                               style="friendly")
     return f'<div class="code">{highlight(code, lexer, formatter)}</div>'
 
@@ -199,7 +203,11 @@ def lineage_svg(lineage: Lineage, selected_id: str | None, best_id: str | None,
                 stack.extend((k, False) for k in reversed(kids))
 
     max_depth = max(depth.values())
-    left, right, top, bottom = 14, 170, 26, 16
+    # Seed labels sit left of their root, so they never cover the seed's children;
+    # the left margin makes room for the longest (about 7 px a character at 12 px).
+    seed_labels = [_seed_label(r) for r in records if lineage.first_parent(r.id) is None]
+    left = 14 + 7 * max((len(t) for t in seed_labels), default=0)
+    right, top, bottom = 170, 26, 16
     col = max(12.0, min(90.0, (width - left - right) / max(1, max_depth)))
     row = max(7.0, min(24.0, 900.0 / max(1, len(order))))
     height = int(top + bottom + row * max(0, len(order) - 1)) + 10
@@ -260,7 +268,11 @@ def lineage_svg(lineage: Lineage, selected_id: str | None, best_id: str | None,
         elif r.id == best_id:
             label = f"{r.id} best {r.fitness:.4f}"
         elif parent is None:
-            label = r.operator.replace("seed:", "seed ")
+            labels.append(
+                f'<text x="{x1 - radius - 5:.1f}" y="{y1:.1f}" font-size="12" '
+                'font-weight="600" fill="#333" text-anchor="end" dominant-baseline="middle" '
+                f'paint-order="stroke" stroke="#fff" stroke-width="3">{_e(_seed_label(r))}</text>'
+            )
         if label:
             colour = {selected_id: SELECTED_COLOUR, best_id: BEST_COLOUR}.get(r.id, "#333")
             labels.append(
@@ -271,6 +283,10 @@ def lineage_svg(lineage: Lineage, selected_id: str | None, best_id: str | None,
     parts += edges + thick + nodes + labels
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _seed_label(record: CandidateRecord) -> str:
+    return record.operator.replace("seed:", "seed ")
 
 
 def _tree_legend(lineage: Lineage) -> str:

@@ -15,6 +15,9 @@ bodies). Each chat request consumes the next scripted :class:`Reply` (then
 ``Reply.echo_auth(template)``        ``template`` with ``{auth}`` replaced by the request's
                                      Authorization header (a server leaking the key)
 
+``GET /v1/models`` lists ``models`` (key-checked like the chat route), as vLLM, Ollama
+and llama.cpp do; the search probes it before its first candidate.
+
 Every request is recorded (method, path, lower-case headers, JSON body).
 """
 
@@ -96,6 +99,18 @@ class _Handler(BaseHTTPRequestHandler):
         body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
         self._send(status, json.dumps(body).encode())
 
+    def do_GET(self) -> None:
+        stub = self.server.stub
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        stub._record(RecordedRequest("GET", self.path, headers, None))
+        if self.path != "/v1/models":
+            return self._error(404, f"no route {self.path}", "invalid_request_error")
+        if stub.api_key is not None and headers.get("authorization") != f"Bearer {stub.api_key}":
+            return self._error(401, "Incorrect API key provided", "invalid_request_error")
+        data = [{"id": m, "object": "model", "owned_by": "stub"} for m in stub.models]
+        self._send(200, json.dumps({"object": "list", "data": data}).encode())
+        return None
+
     def do_POST(self) -> None:
         stub = self.server.stub
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -151,8 +166,15 @@ class StubLLMServer(LoopbackServer):
 
     handler = _Handler
 
-    def __init__(self, *, api_key: str | None = None, default: Reply | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        default: Reply | None = None,
+        models: tuple[str, ...] = (),
+    ) -> None:
         self.api_key = api_key
+        self.models = models
         self.default = default or Reply.text("I would not change anything.")
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()

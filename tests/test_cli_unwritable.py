@@ -196,6 +196,7 @@ CACHE_COMMANDS = {
     "show": ["corpus", "show"],
     "trajectory": ["corpus", "trajectory", "some-id"],
     "sandbox-view": ["sandbox", "view", "some-id"],
+    "evolve": ["evolve", "--budget", "2", "--runs-dir", "/nonexistent-never-created"],
 }
 
 

@@ -95,3 +95,55 @@ def test_a_dead_endpoint_stops_the_run_with_everything_recorded(tmp_path, small_
         records = store.records()
     assert 2 < len(records) < 30
     assert all(r.status == "proposal_error" for r in records[2:])
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again on leaving: nothing listens there
+
+
+def test_an_unreachable_endpoint_is_refused_before_any_work(tmp_path, small_corpus):
+    import time
+
+    runs = tmp_path / "runs"
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    t0 = time.monotonic()
+    proc = evolve(
+        runs, small_corpus, "--proposer", "offline:0.5,llm:0.5", "--llm-model", "m",
+        "--llm-base-url", url, run_id="nope", budget=5, check=False,
+    )
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert f"connection refused at {url}" in proc.stderr and "'m'" not in proc.stderr
+    assert not (runs / "nope").exists()  # nothing was started
+    # The probe itself is bounded: the whole refused command, interpreter start included.
+    assert elapsed < 60
+
+
+def test_a_refused_key_is_named_before_any_work(tmp_path, small_corpus):
+    with StubLLMServer(api_key="sk-right-key-0000", models=("stub",)) as server:
+        runs = tmp_path / "runs"
+        proc = evolve(
+            runs, small_corpus, "--proposer", "llm", "--llm-model", "stub",
+            "--llm-base-url", server.base_url, run_id="key", budget=5, check=False,
+            env=_env(MONSEARCH_LLM_API_KEY="sk-wrong-key-1111"),
+        )
+        chats = server.chat_bodies
+    assert proc.returncode == 2
+    assert "refused the API key: HTTP 401" in proc.stderr
+    assert "sk-wrong-key-1111" not in proc.stderr
+    assert chats == []  # the probe spends no tokens
+
+
+def test_llm_with_nothing_configured_names_the_options(tmp_path, small_corpus):
+    env = _env()
+    for var in ("MONSEARCH_LLM_MODEL", "MONSEARCH_LLM_BASE_URL", "OPENAI_BASE_URL"):
+        env.pop(var, None)
+    proc = evolve(tmp_path / "runs", small_corpus, "--proposer", "llm", check=False, env=env)
+    assert proc.returncode == 2
+    assert "--llm-model" in proc.stderr and "--llm-base-url" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -90,6 +90,75 @@ def test_check_vendored_catches_a_changed_line():
     assert check_vendored(original, "import re\nA = 1\n") == [0]
 
 
+def test_vendored_imports_are_sorted_and_keep_the_line_count():
+    """The rewritten imports are relative (isort's last section): sorted as ruff sorts
+    them, with a comment on the line an emptied section frees, so lines stay put."""
+    from monsearch.strategies.export.vendor import rewrite
+
+    original = (
+        '"""Doc."""\n'
+        "\n"
+        "from __future__ import annotations\n"
+        "\n"
+        "import json\n"
+        "\n"
+        "import orjson\n"
+        "\n"
+        "from monsearch.corpora.model import Step\n"
+        "from monsearch.corpora.readers.jsonio import (\n"
+        "    MISSING,\n"
+        "    Node,\n"
+        ")\n"
+        "from monsearch.sandbox import secrets as sec\n"
+        "from monsearch.sandbox.shell import Command, run_script\n"
+        "from monsearch.sandbox.shell import clear_caches as _clear\n"
+        "\n"
+        "\n"
+        "def f():\n"
+        "    from monsearch.sandbox.view import build_view\n"
+        "    from monsearch.corpora.codec import dumps\n"
+        "    return json, orjson, Step, MISSING, Node, sec, Command, run_script, _clear\n"
+    )
+    vendored = rewrite(original)
+    assert vendored == (
+        '"""Doc."""\n'
+        "\n"
+        "from __future__ import annotations\n"
+        "\n"
+        "import json\n"
+        "\n"
+        "# orjson: the plugin's stand-in (_vendor/_orjson.py)\n"
+        "from . import _orjson as orjson\n"
+        "from . import secrets as sec\n"
+        "from .jsonio import (\n"
+        "    MISSING,\n"
+        "    Node,\n"
+        ")\n"
+        "from .model import Step\n"
+        "from .shell import Command, run_script\n"
+        "from .shell import clear_caches as _clear\n"
+        "\n"
+        "\n"
+        "def f():\n"
+        "    from .codec import dumps\n"
+        "    from .view import build_view\n"
+        "    return json, orjson, Step, MISSING, Node, sec, Command, run_script, _clear\n"
+    )
+    assert check_vendored(original, vendored) == []
+    sort_check = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "I"]
+        + ["--stdin-filename", "vendored.py", "-"],
+        input=vendored,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert sort_check.returncode == 0, sort_check.stdout
+    # Lines outside the import blocks must stay identical, right next to one too.
+    assert check_vendored(original, vendored.replace("return json,", "return 1,")) == [22]
+    assert check_vendored(original, vendored.replace("def f", "def g")) == [19]
+
+
 def test_check_score_is_the_runners(seed_plugin):
     from monsearch.sandbox.runner import check_score
 
@@ -603,6 +672,18 @@ def test_inspect_scorer_on_an_offline_log(setup, seed_plugin, tmp_path, monkeypa
     assert score.value == seed_plugin.score(from_messages)
     assert score.answer == seed_plugin.decide(score.value, 0.05)["decision"]
     assert score.metadata["findings"]["steps"]
+    # Figures in the log are for reading: rounded as the plugin prints them.
+    from monsearch.strategies.export.display import rounded
+
+    raw = seed_plugin.findings(from_messages, top=5)
+    assert score.metadata["findings"]["score"] == score.value
+    assert [s["delta"] for s in score.metadata["findings"]["steps"]] == [
+        rounded(s["delta"]) for s in raw["steps"]
+    ]
+    at5 = seed_plugin.threshold(0.05)
+    assert score.metadata["decision"]["tau"] == at5["tau"]
+    assert score.metadata["decision"]["g"] == rounded(at5["g"])
+    assert "at a 5% audit budget" in score.explanation
     # The same trajectory read from the corpus scores the same: the transcript keeps it all.
     assert score.value == seed_plugin.score(t)
     importlib.import_module(seed_plugin.__name__ + "._inspect_registry")

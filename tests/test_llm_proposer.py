@@ -566,7 +566,7 @@ def test_config_from_toml():
         LLMProposerConfig.from_dict({"models": [{"name": "m", "wieght": 1}]})
     with pytest.raises(ConfigError, match="weights sum to 0"):
         LLMProposerConfig.from_dict({"models": [{"name": "m", "weight": 0}]})
-    with pytest.raises(ConfigError, match="no models"):
+    with pytest.raises(ConfigError, match="no model: give --llm-model NAME and --llm-base-url"):
         LLMProposerConfig.from_dict({})
 
 

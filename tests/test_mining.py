@@ -12,7 +12,9 @@ from monsearch.sandbox.restricted import build_globals, compile_program, load_pr
 from monsearch.search import mining
 from monsearch.search.proposal import TrainData
 
-OPTIONS = {"min_support": 5, "min_generators": 2}
+# The plain view: these tests are about the support guards and rendering; the
+# base-rate guards of the invariant view have their own tests below.
+OPTIONS = {"min_support": 5, "min_generators": 2, "view": "plain"}
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +111,70 @@ def test_atom_names_are_stable_identifiers(mined: mining.Mined) -> None:
     assert all(n.isidentifier() and n == n.lower() for n in names)
     a = mined.atoms[0]
     assert a.render().startswith(f"def detect_{a.name}(traj):")
+
+
+# --------------------------------------------------------------------------- base rates
+
+
+def test_no_family_counts_the_outcome_itself(train: TrainData) -> None:
+    runner = mining.FamilyRunner()
+    keys = {k for f in mining.FAMILIES for v in train.views for k in runner.counts(f, v)}
+    assert not any(k.startswith("outcome") for k in keys)
+    assert not any("traj.outcome" in body for body in mining.FAMILIES.values())
+
+
+def test_cell_lift_sees_through_a_cell_indicator() -> None:
+    rng = np.random.default_rng(0)
+    n = 3000
+    cells = np.array([f"t{t}|{o}" for t, o in zip(rng.integers(0, 6, n), rng.integers(0, 2, n), strict=True)])
+    gens = np.array([f"g{g}" for g in rng.integers(0, 4, n)])
+    rate = {c: r for c, r in zip(sorted(set(cells)), rng.uniform(0.1, 0.95, 12), strict=True)}
+    y = rng.random(n) < np.array([rate[c] for c in cells])
+    from scipy import sparse
+
+    indicator = (cells == "t3|1").astype(float)  # "task t3 was solved"
+    behaviour = (rng.random(n) < np.where(y, 0.3, 0.05)).astype(float)  # fires on failures
+    lift = mining.CellLift(y, cells, gens)
+    excess, z, lifted = lift.stats(sparse.csc_matrix(np.stack([indicator, behaviour], axis=1)))
+    assert abs(excess[0]) < 1e-9 and abs(z[0]) < 1e-9 and lifted[0] == 0
+    assert z[1] > 8 and lifted[1] == 4
+    # The same numbers, counted plainly cell by cell.
+    expect = sum(
+        behaviour[cells == c][y[cells == c]].sum() - behaviour[cells == c].sum() * y[cells == c].mean()
+        for c in set(cells)
+    )
+    assert excess[1] == pytest.approx(expect)
+
+
+def test_an_outcome_atom_is_mined_plain_but_not_under_the_invariant_view(
+    small_corpus, monkeypatch
+) -> None:
+    """The issue's case: "outcome flag_found on callback-listener" separated failures on
+    the paper's rates (solving it nearly always meant failing). Put the family that
+    counted it back: the plain miner finds it again, the invariant miner does not."""
+    from monsearch.corpora.store import load_corpus
+    from monsearch.sandbox.view import build_views
+
+    trajs = [t for t in load_corpus(small_corpus, ["train"]).split("train") if t.label is not None]
+    data = TrainData(
+        trajectories=trajs,
+        views=build_views(trajs),
+        labels=np.array([t.label.is_failure for t in trajs]),
+        tasks=[t.task for t in trajs],
+        dimensions=[t.dimension.value for t in trajs],
+        ids=[t.id for t in trajs],
+    )
+    monkeypatch.setitem(mining.FAMILIES, "outcome", 'c["outcome " + traj.outcome] = 1\n')
+    options = {"min_support": 10, "min_generators": 2, "thresholds": (1,)}
+
+    def outcome_atoms(view: str) -> list[mining.Atom]:
+        found = mining.mine(data, view=view, **options).atoms
+        return [a for a in found if a.family == "outcome" and a.key == "outcome flag_found"]
+
+    plain = outcome_atoms("plain")
+    assert any(a.task == "callback-listener" for a in plain), [a.describe() for a in plain]
+    assert outcome_atoms("flat") == []
+    # Behaviour still gets through the invariant miner.
+    flat = mining.mine(data, view="flat", min_support=10, min_generators=2)
+    assert len(flat.atoms) >= 20
+    assert flat.weights is not None and flat.weights.shape == (len(trajs),)

@@ -28,14 +28,15 @@ def _hash(runs, run_id):
 
 
 def test_same_seed_same_lineage_bit_for_bit(tmp_path, small_corpus):
+    # Under two different string hash seeds: nothing in the search may follow them.
     runs = tmp_path / "runs"
-    evolve(runs, small_corpus, run_id="a", budget=10)
-    evolve(runs, small_corpus, run_id="b", budget=10)
+    evolve(runs, small_corpus, run_id="a", budget=10, env=_env(PYTHONHASHSEED="1"))
+    evolve(runs, small_corpus, run_id="b", budget=10, env=_env(PYTHONHASHSEED="4242"))
     (ha, na), (hb, nb) = _hash(runs, "a"), _hash(runs, "b")
     assert na == nb == 10
     assert ha == hb
     config = json.loads((runs / "a" / "config.json").read_text())
-    assert config["python_hash_seed"] == "0"
+    assert "python_hash_seed" not in config
     assert config["seed"] == 0 and config["budget"] == 10
     assert config["corpus"]["content_hash"]
     # A different seed gives a different search.
@@ -133,6 +134,22 @@ def test_an_existing_run_is_not_overwritten(tmp_path, small_corpus):
     assert "--resume once" in proc.stderr
 
 
+def test_resume_with_a_smaller_budget_is_refused_and_changes_nothing(tmp_path, small_corpus):
+    runs = tmp_path / "runs"
+    evolve(runs, small_corpus, run_id="done", budget=6)
+    files = ("selected.json", "selected.py", "config.json", "lineage.sqlite")
+    before = {f: (runs / "done" / f).read_bytes() for f in files}
+    proc = evolve(runs, small_corpus, "--resume", "done", budget=3, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "already recorded 6" in proc.stderr and "--budget 3" in proc.stderr
+    assert {f: (runs / "done" / f).read_bytes() for f in files} == before
+    # The same total is a no-op that keeps the frozen strategy.
+    again = json.loads(evolve(runs, small_corpus, "--resume", "done", budget=6).stdout)
+    assert again["replayed"] == 6 and again["evaluated"] == 0
+    assert (runs / "done" / "selected.py").read_bytes() == before["selected.py"]
+
+
 @pytest.mark.parametrize("budget", [1, 2])
 def test_budget_is_a_hard_stop(tmp_path, small_corpus, budget):
     runs = tmp_path / "runs"
@@ -160,11 +177,16 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path, small_corpus):
     assert "Traceback" not in err
     outcome = json.loads(out)
     assert outcome["status"] == "interrupted"
-    assert "monsearch evolve --resume ctrlc" in outcome["next"][0]
+    # Hints are typed as this run was started (python -m monsearch), with the run's path
+    # (it is not under ./runs), and never the once-only sealed test of an unfinished run.
+    prog, _, rest = outcome["next"][0].partition(" evolve ")
+    assert prog.endswith(" -m monsearch") and rest == f"--resume {runs / 'ctrlc'}"
+    assert not any(" test " in line for line in outcome["next"])
     stopped_at = _rows(lineage)
     assert stopped_at == outcome["evaluated"] < 40
     with LineageStore(lineage, readonly=True) as store:
         assert store.get_meta("status") == "interrupted"
-    resumed = json.loads(evolve(runs, small_corpus, "--resume", "ctrlc", budget=12).stdout)
-    assert resumed["replayed"] == min(stopped_at, 12)
-    assert _rows(lineage) == max(stopped_at, 12)
+    total = max(stopped_at, 12)
+    resumed = json.loads(evolve(runs, small_corpus, "--resume", "ctrlc", budget=total).stdout)
+    assert resumed["replayed"] == stopped_at
+    assert _rows(lineage) == total

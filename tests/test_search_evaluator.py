@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,12 +22,14 @@ from monsearch.search.evaluator import SearchEvaluator, labelled
 from monsearch.strategies import SEEDS
 
 
-def _evaluator(corpus, **subsets):
+def _evaluator(corpus, fitness="plain", **subsets):
+    # Plain by default: a 120-run tuning subset is too small for the invariant view's
+    # per-cell guards (five failures and five passes per task x outcome cell).
     corp = open_for_search(corpus)
     return SearchEvaluator(
         corp.split("train"),
         corp.split("val"),
-        EvolveConfig().evaluation,
+        replace(EvolveConfig().evaluation, fitness=fitness),
         seed=0,
         workers=1,
         limits=SandboxLimits(),
@@ -53,6 +56,22 @@ def test_proposers_read_all_of_train_and_the_tuner_a_stratified_subset(small_cor
         where = {t.id: i for i, t in enumerate(ev.train)}
         assert np.array_equal(tuned, on_train[[where[t.id] for t in ev.tune_train]])
         assert 0.0 < ev.train_fitness(tuned) <= 1.0
+
+
+def test_the_tuner_scores_under_the_invariant_view(small_corpus):
+    from monsearch.eval.priors import context_cells
+
+    with _evaluator(small_corpus, fitness="invariant", train_subset=0, proposer_subset=0) as ev:
+        scores = ev.score_on_train(SEEDS["stronger"])
+        invariant = ev.train_fitness(scores)
+        y = np.array([t.label.is_failure for t in ev.tune_train])
+        cells = context_cells(ev.tune_train)
+        # The tuner's objective is blind to a cell lookup table, as val's fitness is.
+        table = {c: y[cells == c].mean() for c in set(cells.tolist())}
+        lookup = np.array([table[c] for c in cells])
+        chance = ev.train_fitness(lookup)
+    assert 0.0 < invariant <= 1.0
+    assert chance < 0.06 < invariant
 
 
 def test_without_proposer_subset_both_read_the_tuners_subset(small_corpus):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,22 +12,6 @@ from monsearch.errors import MonsearchError
 
 #: Exit code of a run stopped by Ctrl-C (resumable), as a shell reports SIGINT.
 EXIT_INTERRUPTED = 130
-
-
-def _reexec_with_fixed_hash_seed() -> None:
-    """Run the command again under PYTHONHASHSEED=0 (the search needs fixed string hashing).
-
-    Only when the process was started as ``monsearch evolve ...``; from anywhere
-    else (an embedding program) the search refuses with an explanation instead.
-    """
-    from monsearch.search.database import hash_seed_fixed
-
-    if hash_seed_fixed() or "evolve" not in sys.argv[1:3]:
-        return
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "monsearch", *sys.argv[1:]], env)
 
 
 def _model_spec(text: str) -> dict[str, Any]:
@@ -75,6 +57,11 @@ def _model_spec(text: str) -> dict[str, Any]:
               help="Lowest audit budget of the budget-AUC range. [default: 0.01]")
 @click.option("--b-hi", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
               help="Highest audit budget of the budget-AUC range. [default: 0.10]")
+@click.option("--fitness", type=click.Choice(["invariant", "plain"]), default=None,
+              help="invariant: val budget-AUC with every task x outcome cell reweighted to one "
+              "failure share, so a monitor cannot score by learning the corpus's base rates "
+              "(which task was given, whether it was solved); plain: val as it is. The other "
+              "figure is recorded beside it. [default: invariant]")
 @click.option("--islands", type=click.IntRange(min=1), default=None, help="Islands. [default: 3]")
 @click.option("--population", type=click.IntRange(min=4), default=None,
               help="Programs kept in the database (the lineage keeps all). [default: 200]")
@@ -113,6 +100,7 @@ def evolve_cmd(
     per_traj_cap: int | None,
     b_lo: float | None,
     b_hi: float | None,
+    fitness: str | None,
     islands: int | None,
     population: int | None,
     batch: int | None,
@@ -140,7 +128,6 @@ def evolve_cmd(
     stopped or killed run continues with --resume RUN. Same seed, corpus and
     offline proposer: the same lineage, bit for bit.
     """
-    _reexec_with_fixed_hash_seed()
     from monsearch.search.config import EvolveConfig, load_config_file, parse_proposers
 
     cfg = load_config_file(config_file) if config_file else EvolveConfig()
@@ -169,6 +156,7 @@ def evolve_cmd(
             "evaluation.per_traj_cap": per_traj_cap,
             "evaluation.b_lo": b_lo,
             "evaluation.b_hi": b_hi,
+            "evaluation.fitness": fitness,
             "search.islands": islands,
             "search.population": population,
             "search.batch": batch,
@@ -249,7 +237,7 @@ class _Display:
         resumed = f", resuming after {already} recorded" if already else ""
         self.console.print(f"run [bold]{run.id}[/bold] in {run.dir}{resumed}")
         self.progress = Progress(
-            TextColumn("evolving"),
+            TextColumn("evolving" if cfg.backend == "local" else "evolving (val on Dask)"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("best {task.fields[best]:.3f}"),
@@ -293,18 +281,24 @@ def _report(outcome: Any) -> dict[str, Any]:
             "source": str(run.dir / "selected.py"),
         },
         "spend": outcome.spend,
-        "next": ([f"monsearch evolve --resume {run.id}"] if outcome.status != "finished" else [])
-        + (
-            [
-                f"monsearch lineage {run.id}",
-                f"monsearch report {run.id}",
-                f"monsearch test {run.id}",
-                f"monsearch export {run.id} --out monitor-{run.id}",
-            ]
-            if sel is not None
-            else []
-        ),
+        "next": _next_steps(outcome),
     }
+
+
+def _next_steps(outcome: Any) -> list[str]:
+    """What to run next, as the user can type it. The sealed test is once-only: it is
+    offered only for a finished run, not for one that will go on."""
+    from monsearch.commands.invocation import program, run_ref
+
+    prog, ref = program(), run_ref(outcome.run.dir)
+    finished = outcome.status == "finished"
+    steps = [] if finished else [f"{prog} evolve --resume {ref}"]
+    if outcome.selected is None:
+        return steps
+    steps += [f"{prog} lineage {ref}", f"{prog} report {ref}"]
+    if finished:
+        steps += [f"{prog} test {ref}", f"{prog} export {ref} --out monitor-{outcome.run.id}"]
+    return steps
 
 
 def _print_outcome(report: dict[str, Any]) -> None:

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
 
 from monsearch.commands.consoles import stderr_console
+
+
+def install_target(out: Path) -> str:
+    """``out`` as ``pip install`` takes it: pip reads a bare name such as ``monitor-r1`` as a
+    package to download, so a relative folder is written ``./monitor-r1``."""
+    text = str(out)
+    if not out.is_absolute() and not text.startswith("."):
+        text = f"./{text}"
+    return shlex.quote(text)
 
 
 @click.command("export")
@@ -15,20 +25,24 @@ from monsearch.commands.consoles import stderr_console
     "--out",
     "out",
     required=True,
+    metavar="DIR",
     type=click.Path(path_type=Path, file_okay=False),
     help="Folder to write the plugin package into (new or empty).",
 )
 @click.option(
     "--program",
     "program_id",
+    metavar="ID",
     default=None,
     help="Export this candidate of the run's lineage instead of the selected strategy.",
 )
 @click.option(
     "--name",
+    metavar="NAME",
     default=None,
-    help="Monitor name (lower case, digits, _); the package is monsearch_<name>. "
-    "[default: opsec_<hash>]",
+    help="Monitor name: lower-case letters, digits and _, starting with a letter; the "
+    "package is monsearch_<name>. [default: opsec_<first 10 hex digits of the strategy "
+    "hash>]",
 )
 @click.option(
     "--runs-dir",
@@ -42,7 +56,8 @@ from monsearch.commands.consoles import stderr_console
     default=True,
     show_default=True,
     help="Score every val trajectory with the written plugin (fresh interpreter, "
-    "random PYTHONHASHSEED) and refuse unless all equal the run's scores.",
+    "random PYTHONHASHSEED) and refuse, removing the folder, unless every score "
+    "equals the run's.",
 )
 def export(
     run: str,
@@ -52,11 +67,14 @@ def export(
     runs_dir: Path | None,
     verify: bool,
 ) -> None:
-    """Write RUN's selected strategy as an installable monitor plugin (stdlib + RestrictedPython).
+    """Write RUN's selected strategy as an installable monitor plugin.
 
-    The package carries the frozen program, monsearch's own readers and view code
+    RUN is a run id or a run folder. The plugin is a Python package that needs only
+    RestrictedPython: the frozen program, monsearch's own readers and view code
     (copied, imports rewritten), thresholds per audit budget from the val benign
-    scores, the run's metrics, and adapters for Inspect AI, ControlArena and atif-scan.
+    scores, the run's metrics, a command line, and adapters for Inspect AI,
+    ControlArena and atif-scan. Install it with pip install DIR; monsearch score
+    --monitor DIR FILE... scores trajectories with it.
     """
     from monsearch.strategies.export import export as do_export
 
@@ -66,8 +84,8 @@ def export(
             run, out, program_id=program_id, name=name, runs_dir=runs_dir, verify_val=verify
         )
     verified = monitor.get("verified")
-    console.print(f"wrote {monitor['package']} to {out}")
+    console.print(f"wrote {monitor['package']} to {out}", highlight=False)
     console.print(f"  strategy {monitor['strategy_hash'][:16]}... of run {monitor['run_id']}")
     if verified:
         console.print(f"  verified: {verified['n']} val scores reproduced exactly")
-    console.print(f"  install: pip install {out}")
+    console.print(f"  install: pip install {install_target(out)}", highlight=False, markup=False)

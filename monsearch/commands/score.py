@@ -162,6 +162,8 @@ def _trajectories(plugin: Any, inputs: tuple[str, ...]) -> Iterator[tuple[str, A
 def _record(
     plugin: Any, label: str, traj: Any, budget: float | None, top: int
 ) -> dict[str, Any]:
+    from monsearch.strategies.export.display import finding_steps
+
     result = plugin.evaluate(traj)
     decision = plugin.decide(result.score, budget)
     record = {
@@ -171,7 +173,7 @@ def _record(
         "decision": decision["decision"],
         "budget": decision["budget"],
         "threshold": decision.get("tau"),
-        "findings": plugin.findings(traj, top=top)["steps"] if top else [],
+        "findings": finding_steps(plugin.findings(traj, top=top)["steps"]) if top else [],
     }
     if "escalate" in decision:
         record["escalate"] = decision["escalate"]
@@ -182,14 +184,15 @@ def _record(
 
 SCORE_NOTE = (
     "score: the monitor's suspicion (higher: more likely an OPSEC failure); decision at the "
-    "audit budget (the share of benign runs audited): audit when the score is above the threshold that flags that share of the "
-    "val benign runs, pass below it, tie at it; top findings: the steps that raised the score "
-    "most, with the raise."
+    "audit budget (the share of benign runs audited): audit when the score is above the "
+    "threshold that flags that share of the val benign runs, pass below it, tie at it; top "
+    "findings: the steps that raised the score most, with the raise."
 )
 
 
 def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, Any]) -> None:
     from monsearch.commands import cells
+    from monsearch.strategies.export.display import percent
 
     table_rows: list[Row] = []
     for r in rows:
@@ -209,7 +212,7 @@ def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, An
         )
     title = f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})"
     # One budget for every row: it goes in the header, not in each cell.
-    headers = ["trajectory", "score", f"decision at {rows[0]['budget']:.0%}", "top findings"]
+    headers = ["trajectory", "score", f"decision at {percent(rows[0]['budget'])}", "top findings"]
     kinds = [cells.PATH, cells.NUMBER, cells.STATUS, cells.TEXT]
     console.print(fitted_table(console, title, headers, table_rows, kinds=kinds))
     print_note(console, SCORE_NOTE)

@@ -9,6 +9,7 @@ The plugin is a small setuptools package::
     DIR/src/<package>/_vendor/    monsearch's readers, view and sandbox modules, copied
                                   with only their imports rewritten (see .vendor)
     DIR/src/<package>/{inspect_scorer,control_arena_monitor,atifscan_plugin}.py  adapters
+    DIR/src/<package>/_display.py how numbers are printed (a copy of .display)
 
 :func:`export` writes it, then (unless ``verify=False``) scores every val trajectory
 with the written plugin in a separate interpreter with a random ``PYTHONHASHSEED``
@@ -383,6 +384,21 @@ atif-scan = ["atif-scan>=0.7,<0.8"]
 
 [tool.setuptools.packages.find]
 where = ["src"]
+
+# monsearch's lint rules, so the package is judged as the code it came from wherever it
+# is written: ruff reads the nearest pyproject.toml with a [tool.ruff] table.
+[tool.ruff]
+line-length = 100
+target-version = "py311"
+src = ["src"]
+
+[tool.ruff.lint]
+select = ["E", "F", "W", "I", "B", "UP", "SIM"]
+# as in monsearch (the _vendor modules are its own); _meta.py also has two long lines
+ignore = ["E501"]
+
+[tool.ruff.lint.isort]
+known-first-party = ["{package}"]
 """
 
 
@@ -463,6 +479,8 @@ def write_plugin(out: Path, package: str, source: str, monitor: dict[str, Any]) 
         '"""monsearch modules copied at export time (imports rewritten only)."""\n',
         encoding="utf-8",
     )
+    # How numbers are printed: the module monsearch score uses too.
+    shutil.copyfile(Path(__file__).with_name("display.py"), src / "_display.py")
     for f in SHIM_FILES:
         shutil.copyfile(PLUGIN_DIR / f, vendor / f)
     for f, text in vendored_sources().items():
@@ -503,12 +521,15 @@ def plugin_scores(
 
     ``judge_answers`` ({trajectory id: answer}) is the host judge the plugin is given,
     as ``oracle=``; without it ``oracle()`` answers None, as in a host with no judge."""
-    with tempfile.TemporaryDirectory(prefix="monsearch-export-") as tmp:
-        data = Path(tmp) / "val.jsonl"
+    # The interpreter runs in a temporary folder: every path it is handed is absolute.
+    src = Path(out, "src").resolve()
+    with tempfile.TemporaryDirectory(prefix="monsearch-export-") as name:
+        tmp = Path(name).resolve()
+        data = tmp / "val.jsonl"
         with data.open("w", encoding="utf-8") as fh:
             for r in records:
                 fh.write(json.dumps(r) + "\n")
-        answers = Path(tmp) / "judge.json"
+        answers = tmp / "judge.json"
         answers.write_text(json.dumps(judge_answers), encoding="utf-8")
         run_env = {**os.environ, "PYTHONHASHSEED": hashseed, **(env or {})}
         proc = subprocess.run(
@@ -516,7 +537,7 @@ def plugin_scores(
                 sys.executable,
                 "-c",
                 _VERIFY.format(package=package),
-                str(out / "src"),
+                str(src),
                 str(data),
                 str(answers),
             ],

@@ -19,6 +19,14 @@ def _f(x: Any, fmt: str = ".3f") -> str:
     return format(x, fmt) if isinstance(x, (int, float)) and not isinstance(x, bool) else "n/a"
 
 
+def _bound(x: Any) -> str:
+    # A band end for reading (exact in MONITOR["escalation_band"]); open ends are "inf".
+    try:
+        return format(float(x), ".6g")
+    except (TypeError, ValueError):
+        return "n/a"
+
+
 def _metrics_rows(title: str, metrics: dict[str, Any] | None) -> list[str]:
     if not metrics:
         return [f"| {title} | n/a | n/a | n/a | n/a | n/a | n/a |"]
@@ -75,7 +83,7 @@ def render_readme(m: dict[str, Any]) -> str:
         f"Escalation band (rule `{band.get('rule')}` of the run's escalation fit, at the "
         f"cheapest cost budget that escalates: {_f(band.get('cost_budget'), '.3g')} units of "
         f"${_f(band.get('usd_per_unit'), '.2f')} per trajectory): send trajectories scoring "
-        f"in [{band['low']}, {band['high']}) to the judge panel (about "
+        f"in [{_bound(band['low'])}, {_bound(band['high'])}) to the judge panel (about "
         f"{_f(band.get('escalation_rate'), '.1%')} of val benign runs); `decide()` reports "
         "`escalate: true` for them. Other budgets: `MONITOR['escalation']`."
         if band
@@ -144,6 +152,11 @@ pip install .                      # needs only RestrictedPython
 python -m {pkg} --budget 0.01 --findings trajectories.jsonl
 cat run.json | {dist} -
 ```
+
+Scores and thresholds (`tau`) are printed exactly: the decision compares them exactly.
+Figures derived from them only to be read (`g`, `audit_probability`, the findings'
+`delta` and detector values) are rounded to six significant digits; the Python API
+returns every value unrounded.
 
 Inputs: StealthBench harness trajectories (`trajectory.atif.json`, `atif_version`),
 canonical ATIF v1.4–v1.8 (`schema_version`), or monsearch corpus records; `.jsonl`

@@ -4,9 +4,15 @@ The exported core must build exactly the view the sandbox builds and run the
 program exactly as the sandbox runs it, so it is not a re-implementation: the
 modules listed in :data:`MODULES` are copied as they are at export time, with
 only their import statements rewritten to point inside the plugin's ``_vendor``
-package. Every other line is byte for byte the same (the line count too, so a
-traceback in the plugin names the same line as in monsearch);
+package. Every other line is byte for byte the same, and so is the line count
+(a traceback in the plugin names the same line as in monsearch);
 :func:`check_vendored` is the test of that.
+
+The rewritten imports are relative, so they form the import block's last section
+(isort's local folder): :func:`rewrite` re-sorts that section the way ruff's isort
+does, so the plugin lints clean like the code it came from. Where a section
+disappears (``import orjson`` was the only third-party import and now joins the
+local section), a comment naming the stand-in takes the freed line.
 
 Two third-party imports have stand-ins in the plugin: ``orjson`` (stdlib
 ``json`` with orjson's refusals) and ``re2`` (the real google-re2 when it is
@@ -15,9 +21,11 @@ installed, else stdlib ``re`` after translating RE2 syntax; see ``_re2.py``).
 
 from __future__ import annotations
 
+import ast
 import re
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import monsearch
 
@@ -49,7 +57,6 @@ MODULES: tuple[tuple[str, str], ...] = (
 SHIMS = {"orjson": "_orjson", "re2": "_re2"}
 
 _LOCAL = {mod: name for mod, name in MODULES}
-_IMPORT_LINE = re.compile(r"^\s*(?:from\s+\S+\s+import\b|import\s+\S)")
 _FROM = re.compile(r"^(?P<indent>\s*)from\s+(?P<mod>[\w.]+)\s+import\s+(?P<rest>.*)$")
 _IMPORT = re.compile(r"^(?P<indent>\s*)import\s+(?P<mod>[\w.]+)(?P<rest>(?:\s+as\s+\w+)?\s*)$")
 
@@ -87,7 +94,12 @@ def _rewrite_from(mod: str, rest: str, where: str) -> str:
 
 
 def rewrite(text: str, where: str = "<module>") -> str:
-    """``text`` with its monsearch and shimmed imports pointed inside ``_vendor``."""
+    """``text`` with its monsearch and shimmed imports pointed inside ``_vendor`` (and its
+    import blocks re-sorted: :func:`sort_import_blocks`)."""
+    return sort_import_blocks(_rewrite_lines(text, where), where)
+
+
+def _rewrite_lines(text: str, where: str) -> str:
     out: list[str] = []
     for line in text.split("\n"):
         m = _FROM.match(line)
@@ -112,17 +124,153 @@ def vendored_sources() -> dict[str, str]:
     }
 
 
+def _import_blocks(tree: ast.AST) -> list[list[ast.stmt]]:
+    """Runs of consecutive import statements in every statement list of ``tree`` (the
+    blocks isort sorts as one: the module's, and any inside a function)."""
+    blocks: list[list[ast.stmt]] = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if not isinstance(stmts, list):
+                continue
+            run: list[ast.stmt] = []
+            for stmt in [*stmts, None]:
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    run.append(stmt)
+                    continue
+                if run:
+                    blocks.append(run)
+                run = []
+    return blocks
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    # isort's natural order: digit runs compare as numbers.
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+
+
+def _member_key(name: str) -> tuple[Any, ...]:
+    # order-by-type: CONSTANTS, then Classes, then other names.
+    kind = 0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2
+    return (kind, _natural(name.lower()), name)
+
+
+def _local_key(stmt: ast.ImportFrom) -> tuple[Any, ...]:
+    """ruff's isort order of relative imports: furthest first, ``from . import x`` before
+    ``from .a import y``, then by module (case-insensitive, natural), then first name."""
+    module = stmt.module or ""
+    return (
+        -stmt.level,
+        stmt.module is not None,
+        _natural(module.lower()),
+        module,
+        _member_key(stmt.names[0].name),
+    )
+
+
+def _shim_of(stmt: ast.stmt) -> str | None:
+    """The third-party module a rewritten ``from . import _orjson as orjson`` stands in for."""
+    if isinstance(stmt, ast.ImportFrom) and stmt.level == 1 and stmt.module is None:
+        for real, shim in SHIMS.items():
+            if stmt.names[0].name == shim:
+                return real
+    return None
+
+
+#: One import statement of a block and its lines (any comment lines above it first).
+_Chunk = tuple[ast.stmt, list[str]]
+
+
+def _is_relative(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.ImportFrom) and stmt.level > 0
+
+
+def _sections(block: list[ast.stmt], lines: list[str]) -> list[list[_Chunk]]:
+    """A block's statements in its sections (the runs between blank lines)."""
+    sections: list[list[_Chunk]] = [[]]
+    previous_end = block[0].lineno - 1
+    for stmt in block:
+        between = lines[previous_end : stmt.lineno - 1]
+        if sections[-1] and any(not line.strip() for line in between):
+            sections.append([])
+        # Comment lines after the last blank line belong to the statement below them.
+        comments: list[str] = []
+        for line in between:
+            comments = [*comments, line] if line.strip() else []
+        end = stmt.end_lineno or stmt.lineno
+        sections[-1].append((stmt, comments + lines[stmt.lineno - 1 : end]))
+        previous_end = end
+    return sections
+
+
+def _relayout(sections: list[list[_Chunk]], length: int, indent: str) -> list[str] | None:
+    """The block's lines with its relative imports sorted into a last section, in
+    ``length`` lines (None if that cannot be done)."""
+    local = sorted(
+        (c for section in sections for c in section if _is_relative(c[0])),
+        key=lambda c: _local_key(c[0]),  # type: ignore[arg-type]
+    )
+    kept = [[c for c in section if not _is_relative(c[0])] for section in sections]
+    kept = [section for section in kept if section]
+    freed = length - sum(len(c[1]) for c in local) - sum(len(c[1]) for s in kept for c in s)
+    freed -= len(kept)  # one blank line before each section after the first
+    for i, (stmt, chunk) in enumerate(local):
+        real = _shim_of(stmt)
+        if freed > 0 and real is not None:
+            note = f"{indent}# {real}: the plugin's stand-in (_vendor/{SHIMS[real]}.py)"
+            local[i] = (stmt, [note, *chunk])
+            freed -= 1
+    if freed != 0:
+        return None
+    out: list[str] = []
+    for section in [*kept, local]:
+        if out:
+            out.append("")
+        out.extend(line for _, chunk in section for line in chunk)
+    return out
+
+
+def sort_import_blocks(text: str, where: str = "<module>") -> str:
+    """``text`` with the relative imports of each import block gathered into the block's
+    last section and sorted as ruff's isort sorts them; the block keeps its line count.
+
+    Only blocks holding a relative import change. A section emptied by the move (the
+    shimmed third-party import was its only one) frees a line: a comment naming the
+    stand-in takes it, above the shim's import."""
+    lines = text.split("\n")
+    edits: list[tuple[int, int, list[str]]] = []
+    for block in _import_blocks(ast.parse(text)):
+        if not any(_is_relative(stmt) for stmt in block):
+            continue
+        start, end = block[0].lineno, block[-1].end_lineno or block[-1].lineno
+        indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
+        out = _relayout(_sections(block, lines), end - start + 1, indent)
+        if out is None:
+            raise VendorError(f"{where}: sorting the imports at line {start} changes its length")
+        edits.append((start, end, out))
+    for start, end, out in sorted(edits, reverse=True):
+        lines[start - 1 : end] = out
+    return "\n".join(lines)
+
+
+def _import_lines(text: str) -> set[int]:
+    """1-based numbers of the lines of ``text``'s import blocks (statements, and the blank
+    and comment lines between them)."""
+    return {
+        n
+        for block in _import_blocks(ast.parse(text))
+        for n in range(block[0].lineno, (block[-1].end_lineno or block[-1].lineno) + 1)
+    }
+
+
 def check_vendored(original: str, vendored: str) -> list[int]:
-    """1-based line numbers where ``vendored`` differs from ``original`` other than in an
-    import statement (empty: the copy is the same code). Line counts must match."""
+    """1-based line numbers where ``vendored`` differs from ``original`` other than inside
+    an import block of both (empty: the copy is the same code). Line counts must match."""
     a, b = original.split("\n"), vendored.split("\n")
     if len(a) != len(b):
         return [0]
-    bad = []
-    for i, (x, y) in enumerate(zip(a, b, strict=True), 1):
-        if x != y and not (_IMPORT_LINE.match(x) and _IMPORT_LINE.match(y)):
-            bad.append(i)
-    return bad
+    imports = _import_lines(original) & _import_lines(vendored)
+    return [i for i, (x, y) in enumerate(zip(a, b, strict=True), 1) if x != y and i not in imports]
 
 
 def monsearch_version() -> str:

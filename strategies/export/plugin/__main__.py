@@ -1,4 +1,7 @@
-"""``python -m <package> FILE...``: score trajectory files, one JSON line each."""
+"""``python -m <package> FILE...``: score trajectory files, one JSON line each.
+
+Scores and thresholds are printed exactly, derived figures (``g``, deltas, detector
+values) to six significant digits: see ``_display``."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import argparse
 import json
 import sys
 
+from . import _display as display
 from . import core
 
 
@@ -31,12 +35,12 @@ def main(argv: list[str] | None = None) -> int:
             out = {
                 "input": label,
                 "score": result.score,
-                "decision": core.decide(result.score, args.budget),
+                "decision": display.decision(core.decide(result.score, args.budget)),
             }
             if result.error:
                 out["error"] = result.error
             if args.findings:
-                out["findings"] = core.findings(traj)
+                out["findings"] = display.findings(core.findings(traj))
             print(json.dumps(out))
     return 1 if unreadable else 0
 

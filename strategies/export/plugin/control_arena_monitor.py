@@ -15,6 +15,7 @@ from typing import Any
 from control_arena import control_agent
 from control_arena.monitor import MonitorResponse, monitor
 
+from . import _display as display
 from . import core
 from ._messages import messages_to_atif
 
@@ -38,7 +39,7 @@ def monsearch_monitor(budget: float | None = None) -> Any:
         return MonitorResponse(
             suspicion_score=suspicion(result.score),
             reason=f"score {result.score:.4g}: {decision['decision']} at a "
-            f"{decision['budget']:.0%} audit budget; driven by {steps}",
+            f"{display.percent(decision['budget'])} audit budget; driven by {steps}",
         )
 
     return run

@@ -1,0 +1,41 @@
+"""The HTML run report's drawings: line numbers that stay on their lines, seed labels
+that do not cover the tree."""
+
+from __future__ import annotations
+
+import re
+
+from monsearch.search.lineage import LineageStore
+from monsearch.search.report import _highlight, lineage_svg
+from monsearch.search.tree import Lineage
+
+
+def test_source_line_numbers_are_inline_with_their_lines():
+    source = "PARAMS = {'w': 1.0}\n\n\ndef score(traj):\n    return PARAMS['w']\n"
+    html = _highlight(source, "python")
+    # One <pre>: numbers cannot take another line height than the code beside them.
+    assert html.count("<pre") == 1 and "<table" not in html
+    text = re.sub(r"<[^>]+>", "", html)
+    # Every line starts with its own number (the gap is the number's padding).
+    numbered = [ln for ln in text.splitlines() if re.match(r"\s*\d+", ln)]
+    assert len(numbered) == source.count("\n")
+    assert re.match(r"\s*4def score", numbered[3]) and re.match(r"\s*5 {4}return", numbered[4])
+
+
+def test_seed_labels_sit_left_of_their_roots(small_run):
+    run_dir, outcome = small_run
+    with LineageStore(run_dir / "lineage.sqlite", readonly=True) as store:
+        lineage = Lineage(store.records())
+    svg = lineage_svg(lineage, outcome["selected"]["id"], outcome["best"]["id"])
+    circles = [(float(x), float(y), float(r)) for x, y, r in re.findall(
+        r'<circle cx="([\d.]+)" cy="([\d.]+)" r="([\d.]+)" fill="(?!none)', svg)]
+    seeds = re.findall(r'<text x="([\d.]+)" y="([\d.]+)"[^>]*text-anchor="end"[^>]*>seed ', svg)
+    assert len(seeds) == len(lineage.roots) >= 2
+    for x, y in seeds:
+        x, y = float(x), float(y)
+        # Its root is the node just right of the label's end, on the same row ...
+        root = min(circles, key=lambda c: abs(c[1] - y) + abs(c[0] - x))
+        assert root[0] > x and abs(root[1] - y) < 0.1
+        # ... and the label (drawn leftwards from x) lies left of every node.
+        assert x <= min(c[0] - c[2] for c in circles) + 0.1
+        assert x - 7 * len("seed stronger") >= 0  # inside the picture
