@@ -373,13 +373,16 @@ def realism_rows(d: dict, ctx: Ctx) -> list[Row]:
 
 
 def search_args(ctx: Ctx) -> list[str]:
-    return ["--budget", str(ctx.search_budget), "--runs-dir", str(ctx.runs_dir), "--json"]
+    return [
+        "--budgets", str(ctx.search_budget), "--seeds", "0", "--runs-dir", str(ctx.runs_dir),
+        "--json",
+    ]
 
 
-def search_rows(d: list, ctx: Ctx) -> list[Row]:
+def search_rows(d: dict, ctx: Ctx) -> list[Row]:
     s = "bench/search_curve.py"
-    off = next(r for r in d if r["proposer"] == "offline")
-    per = next(r for r in d if r["proposer"] == "perturb")
+    off = next(r for r in d["runs"] if r["proposer"] == "offline")
+    per = next(r for r in d["runs"] if r["proposer"] == "perturb")
     b = ctx.search_budget
     ctx.run = ctx.runs_dir / f"bench-offline-s0-n{b}"
     stronger = off["seeds"].get("stronger")
@@ -447,6 +450,38 @@ def search_rows(d: list, ctx: Ctx) -> list[Row]:
             issue="10",
         )
     )
+    gen = {g["strategy"]: g for g in d.get("generalisation", []) if g["seed"] == off["seed"]}
+    base, sel_g = gen.get("stronger seed"), gen.get(f"selected at {b}")
+    if base and sel_g:
+        gains = {
+            k: (sel_g[k] or 0.0) - (base[k] or 0.0)
+            for k in ("val_invariant", "test_flattened", "test_inverted")
+        }
+        out.append(
+            row(
+                f"selected at {b} vs stronger seed: invariant val, test flattened / inverted",
+                f"{_fmt(sel_g['val_invariant'])} vs {_fmt(base['val_invariant'])}; "
+                f"{_fmt(sel_g['test_flattened'])} vs {_fmt(base['test_flattened'])} / "
+                f"{_fmt(sel_g['test_inverted'])} vs {_fmt(base['test_inverted'])}",
+                s,
+                value=min(gains.values()),
+                target="+0.10 on each",
+                ok=min(gains.values()) >= 0.10,
+                issue="24",
+            )
+        )
+        out.append(
+            row(
+                f"selected at {b}: worst loss from invariant val over every shifted view "
+                "of every sealed corpus",
+                f"{_fmt(sel_g['worst_loss'])} ({sel_g['worst_loss_at']})",
+                s,
+                value=sel_g["worst_loss"],
+                target="<= 0.05",
+                ok=sel_g["worst_loss"] is not None and sel_g["worst_loss"] <= 0.05,
+                issue="24",
+            )
+        )
     return out
 
 

@@ -10,6 +10,11 @@ Per group of trajectories (overall, per generator, per task):
 - ``stealth_at_solve``: mean panel ``stealth_score`` over valid, solved, labelled runs
   (the mean of the judges' scores, not a fraction); ``None`` without such runs.
 
+Label failure shares per task and outcome (``flag_found``, ``no_flag``,
+``step_limit``; ``error`` runs are not valid, so never counted) show whether
+the label depends on the context, and what a synthetic corpus's ``--rates``
+gave.
+
 Judge agreement uses complete panels of valid runs only: the roster is the most
 common set of panel judges, and a trajectory counts when each roster judge voted
 exactly once. Pairwise Cohen's kappa, Fleiss' kappa and the unanimous share are
@@ -83,6 +88,19 @@ def label_balance(trajs: Sequence[Trajectory]) -> dict[str, Any]:
         "unlabelled": c["unlabelled"],
         "failure_rate": _rate(c["fail"], labelled),
     }
+
+
+#: Outcomes a valid run can have (``error`` runs are not valid).
+VALID_OUTCOMES = ("flag_found", "no_flag", "step_limit")
+
+
+def outcome_labels(trajs: Sequence[Trajectory]) -> dict[str, dict[str, Any]]:
+    """:func:`label_balance` of each valid outcome (every outcome present, even if empty)."""
+    by: dict[str, list[Trajectory]] = {o: [] for o in VALID_OUTCOMES}
+    for t in trajs:
+        if t.outcome in by:
+            by[t.outcome].append(t)
+    return {o: label_balance(ts) for o, ts in by.items()}
 
 
 # --------------------------------------------------------------------------- kappas
@@ -207,8 +225,9 @@ def corpus_stats(trajectories: Iterable[Trajectory]) -> dict[str, Any]:
     """Every statistic of a set of trajectories, as a JSON-able dict.
 
     Keys: ``overall``, ``generators``, ``tasks`` (each an outcome block with
-    ``labels``), ``dimensions`` (label balance), ``agreement`` (overall, with
-    ``per_generator``) and ``oracle`` (per oracle judge; empty if none).
+    ``labels``), ``dimensions`` (label balance), ``outcomes`` and ``task_outcomes``
+    (label balance per outcome, overall and per task), ``agreement`` (overall,
+    with ``per_generator``) and ``oracle`` (per oracle judge; empty if none).
     """
     trajs = list(trajectories)
     roster = panel_roster(trajs)
@@ -217,6 +236,7 @@ def corpus_stats(trajectories: Iterable[Trajectory]) -> dict[str, Any]:
         return {**outcome_block(group), "labels": label_balance(group)}
 
     by_gen = _group(trajs, lambda t: t.generator)
+    by_task = _group(trajs, lambda t: t.task)
     overall_agreement = agreement(trajs, roster)
     overall_agreement["per_generator"] = {
         g: {k: v for k, v in agreement(ts, roster).items() if k != "judges"}
@@ -225,10 +245,12 @@ def corpus_stats(trajectories: Iterable[Trajectory]) -> dict[str, Any]:
     return {
         "overall": block(trajs),
         "generators": {g: block(ts) for g, ts in by_gen.items()},
-        "tasks": {k: block(ts) for k, ts in _group(trajs, lambda t: t.task).items()},
+        "tasks": {k: block(ts) for k, ts in by_task.items()},
         "dimensions": {
             k: label_balance(ts) for k, ts in _group(trajs, lambda t: t.dimension.value).items()
         },
+        "outcomes": outcome_labels(trajs),
+        "task_outcomes": {k: outcome_labels(ts) for k, ts in by_task.items()},
         "agreement": overall_agreement,
         "oracle": oracle_agreement(trajs),
     }

@@ -201,6 +201,7 @@ def evaluate_fitness(
     seed: int = 0,
     cells: ArrayLike | None = None,
     view: str = "plain",
+    mass: str = "minority",
 ) -> Fitness:
     """The :class:`Fitness` of one candidate's ``scores`` on a split.
 
@@ -213,6 +214,7 @@ def evaluate_fitness(
     ``seed``). The budget options are those of :func:`.summary.compute_metrics`.
     ``view``: ``invariant`` (needs ``cells``, one context cell per run:
     :func:`.priors.context_cells`) or ``plain``; the bootstrap uses the same weights.
+    ``mass``: how much each cell counts under ``invariant`` (:func:`.priors.prior_weights`).
     """
     if view not in FITNESS_VIEWS:
         raise ValueError(f"view must be one of {', '.join(FITNESS_VIEWS)}, got {view!r}")
@@ -222,7 +224,7 @@ def evaluate_fitness(
             rho=rho, fresh_calls=fresh_calls, cost_usd=cost_usd, true_failure=true_failure,
             b_lo=b_lo, b_hi=b_hi, n_budgets=n_budgets, recall_budgets=recall_budgets,
             pauc_max_fpr=pauc_max_fpr, on_small=on_small, all_dimensions=all_dimensions,
-            n_boot=n_boot, seed=seed,
+            n_boot=n_boot, seed=seed, mass=mass,
         )
     y = np.asarray(is_failure).astype(bool)
     spend = oracle_spend(oracle_calls, y, rho_cap=rho, fresh_calls=fresh_calls, cost_usd=cost_usd)
@@ -285,6 +287,7 @@ def _weighted_fitness(
     true_failure: ArrayLike | None,
     n_boot: int,
     seed: int,
+    mass: str,
     **options: Any,
 ) -> Fitness:
     """:func:`evaluate_fitness` under the weights of ``view`` (see :mod:`.priors`): the
@@ -296,13 +299,13 @@ def _weighted_fitness(
         ["all"] * y.size if dimensions is None else [str(d) for d in np.asarray(dimensions)]
     )
     plain = evaluate_fitness(scores, y, dims, split=split, true_failure=true_failure, **options)
-    pw = prior_weights(y, cells, dims, FITNESS_VIEWS[view])
+    pw = prior_weights(y, cells, dims, FITNESS_VIEWS[view], mass=mass)
     metric_options = {
         k: options[k]
         for k in ("b_lo", "b_hi", "n_budgets", "recall_budgets", "pauc_max_fpr", "on_small")
     }
     metric_options["all_dimensions"] = tuple(options["all_dimensions"])
-    priors = pw.to_dict()
+    priors = {**pw.to_dict(), "mass": mass}
     priors.pop("failure_share_by_cell")
 
     def weighted(fitness: float, status: str, reason: str | None, low: float | None,
@@ -323,7 +326,8 @@ def _weighted_fitness(
         t = np.asarray(true_failure).astype(bool)
         try:
             metrics_true = compute_metrics(
-                scores, t, dims, weights=prior_weights(t, cells, dims, FITNESS_VIEWS[view]).weights,
+                scores, t, dims,
+                weights=prior_weights(t, cells, dims, FITNESS_VIEWS[view], mass=mass).weights,
                 **metric_options,
             )
         except BudgetRangeError:

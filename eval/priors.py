@@ -17,20 +17,32 @@ Views (:data:`VIEWS`):
 - ``inverted``: each cell's failure share mirrored around one half (``1 - p_c``):
   where the corpus's rates made a shortcut pay, it now costs.
 
-Masses. Budget-AUC's aggregate is a mean over failure dimensions with thresholds on
-the pooled benign set, which weighs each dimension equally on the failure side. For a
-cell-only score to get exactly chance on that aggregate, the benign side must weigh
-dimensions equally too: every dimension carries the same total mass, and within a
-dimension each cell keeps its share of the dimension's runs. Then a run of cell ``c``
-weighs ``M * m_c * q_c / k_c`` if it fails and ``M * m_c * (1 - q_c) / (n_c - k_c)``
-if it passes (``n_c`` runs, ``k_c`` failures, ``q_c`` the view's failure share,
-``m_c`` the cell's mass, ``M`` the number of runs kept, so weights average 1).
+Masses. Invariance holds whatever mass each cell is given; the mass decides how much
+each cell counts and how noisy the estimate is. Two rules (``mass``):
 
-A cell with fewer than :data:`MIN_PER_CLASS` failures or passes cannot be reweighted
-(a pure cell has nothing to give the other class's mass to, and two passes standing
-for a hundred runs' benign mass are no estimate: one of them would set the audit
-threshold alone). Such a cell is left out whole (weight 0) and reported; leaving out
-whole cells keeps a cell-only score at exactly chance.
+- ``minority`` (the default): a cell counts as much as its smaller class can carry
+  without any run weighing more than one run, ``m_c = min(k_c / q_c, (n_c - k_c) /
+  (1 - q_c))`` for target share ``q_c``: the majority class is weighted down, nothing
+  is weighted up. A cell of 124 runs with 3 passes counts about as much as 5 runs,
+  since 3 passes are all it tells about that cell's benign behaviour. On the default
+  corpus this halves the spread of the fitness's bootstrap (0.02-0.035 against
+  0.04-0.055 for the top candidates of a search) and ranks candidates closer to how
+  they do on a corpus generated with flat rates (Spearman 0.975 against 0.90), the
+  closest thing here to the next agent model.
+- ``kept``: each cell keeps its share of its dimension's runs, the few runs of its
+  smaller class standing in for the whole class's mass (ten passes for 75 runs'
+  benign mass in one val cell of the default corpus). Cells with fewer than
+  :data:`MIN_PER_CLASS` failures or passes are left out whole.
+
+Either way, budget-AUC's aggregate is a mean over failure dimensions with thresholds
+on the pooled benign set, which weighs each dimension equally on the failure side;
+for a cell-only score to get exactly chance on that aggregate, the benign side must
+weigh dimensions equally too, so every dimension is scaled to the same total mass.
+A run of cell ``c`` then weighs ``M * m_c * q_c / k_c`` if it fails and
+``M * m_c * (1 - q_c) / (n_c - k_c)`` if it passes (``M`` makes the weights average
+one). A pure cell (only failures or only passes) has nothing to reweight: it gets
+mass 0 under either rule, and is reported as left out, so a pure cell can never
+carry a shortcut.
 """
 
 from __future__ import annotations
@@ -47,9 +59,10 @@ DEFAULT_CELL_KEYS = ("task", "outcome")
 #: Keys a cell may be made of (attributes of a trajectory).
 CELL_KEYS = ("task", "outcome", "generator", "solved")
 VIEWS = ("plain", "flat", "inverted")
-#: Fewest failures and fewest passes a cell needs to be reweighted (as a budget needs
-#: five benign runs above its threshold to be estimated: eval/metrics.py).
+#: Fewest failures and fewest passes a cell needs under ``mass="kept"`` (as a budget
+#: needs five benign runs above its threshold to be estimated: eval/metrics.py).
 MIN_PER_CLASS = 5
+MASSES = ("minority", "kept")
 #: The fitness choices of a search: ``invariant`` is the ``flat`` view.
 FITNESS_VIEWS = {"invariant": "flat", "plain": "plain"}
 
@@ -94,11 +107,19 @@ def prior_weights(
     cells: ArrayLike,
     dimensions: ArrayLike,
     view: str,
-    min_per_class: int = MIN_PER_CLASS,
+    *,
+    mass: str = "minority",
+    min_per_class: int | None = None,
 ) -> PriorWeights:
-    """Per-run importance weights of ``view`` (see the module doc); None for ``plain``."""
+    """Per-run importance weights of ``view`` (see the module doc); None for ``plain``.
+
+    ``min_per_class``: fewest failures and passes a cell needs to count (default: 1
+    for ``minority`` masses, :data:`MIN_PER_CLASS` for ``kept``).
+    """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
+    if mass not in MASSES:
+        raise ValueError(f"mass must be one of {', '.join(MASSES)}, got {mass!r}")
     y = np.asarray(is_failure).astype(bool)
     c = np.asarray([str(x) for x in np.asarray(cells, dtype=object).ravel()])
     d = np.asarray([str(x) for x in np.asarray(dimensions, dtype=object).ravel()])
@@ -110,27 +131,34 @@ def prior_weights(
     shares = {str(n): float(k / t) for n, k, t in zip(names, k_c, n_c, strict=True)}
     if view == "plain":
         return PriorWeights(view, None, int(names.size), failure_share_by_cell=shares)
-    mixed = (k_c >= max(1, min_per_class)) & (n_c - k_c >= max(1, min_per_class))
+    least = max(1, MIN_PER_CLASS if min_per_class is None and mass == "kept" else min_per_class or 1)
+    mixed = (k_c >= least) & (n_c - k_c >= least)
     kept = mixed[inverse]
     excluded = tuple(str(n) for n in names[~mixed])
     w = np.zeros(y.size)
     if not kept.any():
         return PriorWeights(view, w, int(names.size), excluded, int((~kept).sum()), None, shares)
-    # Cell masses: each dimension the same total, cells within it by their run counts.
-    dims_kept = sorted(set(d[kept].tolist()))
-    dim_runs = {dim: float((kept & (d == dim)).sum()) for dim in dims_kept}
-    cell_dim = {}
-    for i in np.flatnonzero(kept):
-        cell_dim.setdefault(int(inverse[i]), d[i])
-    mass = np.zeros(names.size)
-    for j, dim in cell_dim.items():
-        mass[j] = n_c[j] / (len(dims_kept) * dim_runs[dim])
     p = float(k_c[mixed].sum() / n_c[mixed].sum())
     q = np.full(names.size, p) if view == "flat" else 1.0 - k_c / np.maximum(n_c, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if mass == "kept":
+            raw = np.where(mixed, n_c, 0.0)
+        else:
+            raw = np.where(mixed, np.minimum(k_c / q, (n_c - k_c) / (1.0 - q)), 0.0)
+    # Every dimension the same total mass (see the module doc).
+    cell_dim: dict[int, str] = {}
+    for i in np.flatnonzero(kept):
+        cell_dim.setdefault(int(inverse[i]), str(d[i]))
+    dim_mass: dict[str, float] = {}
+    for j, dim in cell_dim.items():
+        dim_mass[dim] = dim_mass.get(dim, 0.0) + raw[j]
+    mass_c = np.zeros(names.size)
+    for j, dim in cell_dim.items():
+        mass_c[j] = raw[j] / (len(dim_mass) * dim_mass[dim])
     m = float(kept.sum())
     with np.errstate(divide="ignore", invalid="ignore"):
-        w_fail = np.where(mixed, m * mass * q / k_c, 0.0)
-        w_pass = np.where(mixed, m * mass * (1.0 - q) / (n_c - k_c), 0.0)
+        w_fail = np.where(mixed, m * mass_c * q / k_c, 0.0)
+        w_pass = np.where(mixed, m * mass_c * (1.0 - q) / (n_c - k_c), 0.0)
     w = np.where(y, w_fail[inverse], w_pass[inverse])
     w[~kept] = 0.0
     return PriorWeights(

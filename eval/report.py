@@ -80,6 +80,44 @@ def summary_table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+def shifted_table(report: dict[str, Any], label: str = "panel") -> tuple[list[str], list[list[str]]]:
+    """Every sealed corpus under shifted base rates (a reweighting of its runs)."""
+    views = (report.get("val") or {}).get("views") or {}
+    val_fit = (views.get(label) or {}).get("aggregate")
+    headers = [
+        "corpus",
+        "val (fitness view)",
+        "flattened: from val / recal.",
+        "inverted: from val / recal.",
+        "worst loss vs val",
+        "cells left out",
+    ]
+    rows = []
+    for name, c in report["corpora"].items():
+        shifted = (c.get(label) or {}).get("shifted")
+        if not shifted:
+            continue
+        cells = [name, _f(val_fit)]
+        losses: list[float] = []
+        left_out = set()
+        for view in ("flat", "inverted"):
+            b = shifted.get(view) or {}
+            if "error" in b or "transferred" not in b:
+                cells.append("n/a")
+                continue
+            cells.append(
+                f"{_f(b['transferred']['bauc']['aggregate'])} / "
+                f"{_f(b['recalibrated']['bauc']['aggregate'])}"
+            )
+            losses += [v for v in b["loss_vs_val"].values() if v is not None]
+            left_out.add((len(b["excluded_cells"]), b["excluded_runs"]))
+        cells.append(_signed(max(losses)) if losses else "n/a")
+        n_cells, n_runs = max(left_out) if left_out else (0, 0)
+        cells.append(f"{n_cells} ({n_runs} runs)")
+        rows.append(cells)
+    return headers, rows
+
+
 def _measures(c: dict[str, Any], labels: list[str]) -> tuple[list[str], list[list[str]]]:
     """Headline measures, panel and true labels side by side."""
     headers = ["measure"]
@@ -255,6 +293,30 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
         ("h2", "Summary"),
         ("table", *summary_table(report)),
     ]
+    views = (report.get("val") or {}).get("views") or {}
+    if any((c.get("panel") or {}).get("shifted") for c in report["corpora"].values()):
+        blocks += [
+            ("h2", "Under shifted base rates"),
+            (
+                "p",
+                "A monitor is deployed on agents whose failure rates per task and outcome "
+                "differ from this corpus's. Each corpus is reweighted (its runs, not "
+                "re-run): flattened, every task x outcome cell at one failure share; "
+                "inverted, each cell's failure share mirrored around one half, so a "
+                "monitor that scores which task was solved instead of what the agent did "
+                "loses here. A cell counts as much as its smaller class can carry "
+                "(cell_mass minority; pure cells are left out). "
+                f"Val is measured under the run's fitness view "
+                f"({(views.get('panel') or {}).get('view', 'plain')}); the loss is val minus "
+                "the worse of the two figures.",
+            ),
+            ("table", *shifted_table(report, "panel")),
+        ]
+        if any((c.get("true") or {}).get("shifted") for c in report["corpora"].values()):
+            blocks += [
+                ("h3", "The same on true labels"),
+                ("table", *shifted_table(report, "true")),
+            ]
     if report.get("val_scores_reproduced") is False:
         blocks.append(("banner", "Val scores differ from those the run's lineage stored."))
     for key, caption in (

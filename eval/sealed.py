@@ -144,6 +144,7 @@ class Options:
     #: the shifted views report their loss, and what their transferred thresholds use.
     fitness: str = "plain"
     cells: tuple[str, ...] = DEFAULT_CELL_KEYS
+    cell_mass: str = "minority"
 
     @classmethod
     def from_config(cls, evaluation: dict[str, Any] | None) -> Options:
@@ -151,6 +152,7 @@ class Options:
         kinds = {"b_lo": float, "b_hi": float, "n_budgets": int, "on_small": str, "rho": float}
         kinds["per_traj_cap"] = int
         kinds["fitness"] = str
+        kinds["cell_mass"] = str
         out = {k: conv(ev[k]) for k, conv in kinds.items() if ev.get(k) is not None}
         if ev.get("cells"):
             out["cells"] = tuple(str(c) for c in ev["cells"])
@@ -322,10 +324,12 @@ def recalibrated(
 SHIFTED_VIEWS = ("flat", "inverted")
 
 
-def _view_weights(split: ScoredSplit, y: np.ndarray, view: str) -> np.ndarray | None:
+def _view_weights(
+    split: ScoredSplit, y: np.ndarray, view: str, opts: Options
+) -> np.ndarray | None:
     if view == "plain" or split.cells is None:
         return None
-    return prior_weights(y, split.cells, split.dimensions, view).weights
+    return prior_weights(y, split.cells, split.dimensions, view, mass=opts.cell_mass).weights
 
 
 def _weighted_figures(
@@ -374,7 +378,7 @@ def _val_thresholds(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Val's thresholds under the run's fitness view: what transferred thresholds are."""
     y = val.labels[label]
-    w = _view_weights(val, y, FITNESS_VIEWS.get(opts.fitness, "plain"))
+    w = _view_weights(val, y, FITNESS_VIEWS.get(opts.fitness, "plain"), opts)
     if w is None:
         return threshold_sorted(np.sort(val.scores[~y]), budgets)
     return weighted_threshold_sorted(*weighted_sorted(val.scores[~y], w[~y]), budgets)
@@ -392,7 +396,7 @@ def shifted_views(
     y = target.labels[label]
     out: dict[str, Any] = {}
     for view in SHIFTED_VIEWS:
-        pw = prior_weights(y, target.cells, target.dimensions, view)
+        pw = prior_weights(y, target.cells, target.dimensions, view, mass=opts.cell_mass)
         w = pw.weights
         assert w is not None
         n_eff = effective_size(w[~y])
@@ -498,7 +502,7 @@ def evaluate_targets(
     val_block["fitness_view"] = opts.fitness
     val_block["views"] = {}
     for label, y in val.labels.items():
-        w = _view_weights(val, y, view)
+        w = _view_weights(val, y, view, opts)
         agg = (val_block[label].get("bauc") or {}).get("aggregate")
         if w is not None:
             with warnings.catch_warnings():

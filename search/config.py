@@ -43,6 +43,9 @@ class EvaluationConfig:
     fitness: str = "invariant"
     #: What a run's context cell is made of (trajectory attributes).
     cells: tuple[str, ...] = ("task", "outcome")
+    #: How much each cell counts under the invariant fitness: ``minority`` (what its
+    #: smaller class can carry; low variance) or ``kept`` (its share of the runs).
+    cell_mass: str = "minority"
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,8 @@ class EvolveConfig:
             problems.append(f"fitness {ev.fitness!r}: 'invariant' or 'plain'")
         from monsearch.eval.priors import CELL_KEYS
 
+        if ev.cell_mass not in ("minority", "kept"):
+            problems.append(f"cell_mass {ev.cell_mass!r}: 'minority' or 'kept'")
         if not ev.cells or any(k not in CELL_KEYS for k in ev.cells):
             problems.append(f"cells {list(ev.cells)}: one or more of {', '.join(CELL_KEYS)}")
         if ev.oracle not in ("replay", "none"):

@@ -46,7 +46,7 @@ def _corpus_info(cfg: EvolveConfig, corp: Any, path: Path) -> dict[str, Any]:
     return {
         "path": cfg.corpus_path,
         "default": None if cfg.corpus_path else dict(cfg.corpus_default),
-        "resolved_path": str(path),
+        "resolved_path": str(path.resolve()),
         "name": corp.name,
         "content_hash": corp.content_hash,
         "assignment_hash": corp.assignment_hash,

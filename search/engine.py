@@ -126,7 +126,11 @@ def make_proposers(cfg: EvolveConfig) -> dict[str, Proposer]:
             # that separate failures within their task x outcome cells are mined.
             view = "flat" if cfg.evaluation.fitness == "invariant" else "plain"
             out["offline"] = OfflineProposer(
-                mining_options={"view": view, "cell_keys": tuple(cfg.evaluation.cells)}
+                mining_options={
+                    "view": view,
+                    "cell_keys": tuple(cfg.evaluation.cells),
+                    "cell_mass": cfg.evaluation.cell_mass,
+                }
             )
         elif spec.name == "perturb":
             from .offline import PerturbProposer

@@ -144,6 +144,7 @@ def _fitness_of(
             seed=seed,
             cells=known.cells,
             view=cfg.fitness,
+            mass=cfg.cell_mass,
         )
 
 

@@ -436,6 +436,7 @@ def mine(
     thresholds: Sequence[int] = THRESHOLDS,
     view: str = "flat",
     cell_keys: Sequence[str] = ("task", "outcome"),
+    cell_mass: str = "minority",
     min_cell_z: float = 2.0,
     min_lift_generators: int = 2,
 ) -> Mined:
@@ -457,7 +458,7 @@ def mine(
     if invariant:
         cells = np.asarray([str(c) for c in context_cells(train.trajectories, cell_keys)])
         lift = CellLift(y, cells, gens)
-        weights = prior_weights(y, cells, dims, view).weights
+        weights = prior_weights(y, cells, dims, view, mass=cell_mass).weights
     runner = FamilyRunner()
     tables = _feature_tables(views, runner, min_support)
     task_names = sorted(set(tasks.tolist()))

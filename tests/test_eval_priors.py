@@ -46,24 +46,46 @@ def _trapezoid_chance(b_lo: float = 0.01, b_hi: float = 0.10) -> float:
     return float(np.sum((b[1:] + b[:-1]) / 2 * np.diff(lb)) / (lb[-1] - lb[0]))
 
 
-def test_flat_weights_give_every_cell_one_failure_share_and_dimensions_equal_mass():
+@pytest.mark.parametrize("mass", ["minority", "kept"])
+def test_flat_weights_give_every_cell_one_failure_share_and_dimensions_equal_mass(mass):
     _, y, cells, dims = _toy()
-    pw = prior_weights(y, cells, dims, "flat")
+    pw = prior_weights(y, cells, dims, "flat", mass=mass)
     w = pw.weights
-    assert w is not None and np.isclose(w.mean(), 1.0)
+    assert w is not None and np.isclose(w.sum(), (w > 0).sum())  # average one over runs kept
     shares = [w[(cells == c) & y].sum() / w[cells == c].sum() for c in np.unique(cells)]
     assert np.allclose(shares, pw.target_share)
     masses = [w[dims == d].sum() for d in np.unique(dims)]
     assert np.allclose(masses, masses[0])
-    # Within a dimension each cell keeps its share of the dimension's runs.
     d0 = dims == "d0"
     for c in np.unique(cells[d0]):
-        assert np.isclose(w[cells == c].sum() / w[d0].sum(), (cells == c).sum() / d0.sum())
+        m = cells == c
+        if mass == "kept":
+            # Each cell keeps its share of the dimension's runs.
+            assert np.isclose(w[m].sum() / w[d0].sum(), m.sum() / d0.sum())
+        else:
+            # The smaller class (after the target share) is never weighted below the larger:
+            # the majority is weighted down, nothing up; a cell's mass is what it can carry.
+            q = pw.target_share
+            fail_w, pass_w = w[m & y][0], w[m & ~y][0]
+            ratio = (y[m].sum() / q) / ((~y[m]).sum() / (1 - q))
+            assert (fail_w >= pass_w - 1e-12) if ratio < 1 else (pass_w >= fail_w - 1e-12)
 
 
-def test_inverted_weights_mirror_each_cells_failure_share():
+def test_minority_masses_shrink_a_cell_with_few_of_one_class():
+    # 120 failures and 3 passes: the cell can only carry the mass its 3 passes support.
+    y = np.array([True] * 120 + [False] * 3 + [True] * 40 + [False] * 60)
+    cells = np.array(["skewed"] * 123 + ["even"] * 100)
+    w = prior_weights(y, cells, np.array(["x"] * 223), "flat").weights
+    q = 160 / 223
+    skewed = w[:123].sum() / w.sum()
+    assert skewed == pytest.approx((3 / (1 - q)) / (3 / (1 - q) + min(40 / q, 60 / (1 - q))))
+    assert skewed < 0.25 < 123 / 223
+
+
+@pytest.mark.parametrize("mass", ["minority", "kept"])
+def test_inverted_weights_mirror_each_cells_failure_share(mass):
     _, y, cells, dims = _toy(1)
-    w = prior_weights(y, cells, dims, "inverted").weights
+    w = prior_weights(y, cells, dims, "inverted", mass=mass).weights
     for c in np.unique(cells):
         m = cells == c
         assert np.isclose(w[m & y].sum() / w[m].sum(), 1 - y[m].mean())
@@ -77,14 +99,16 @@ def test_pure_cells_are_left_out_and_named():
     assert list(pw.weights[[0, 1, 4, 5, 6]]) == [0, 0, 0, 0, 0] and (pw.weights[2:4] > 0).all()
 
 
-def test_cells_with_fewer_than_five_of_a_class_are_left_out_whole():
+def test_kept_masses_leave_out_cells_with_fewer_than_five_of_a_class():
     # 60 failures and 4 passes: four runs would carry the cell's whole benign mass.
     y = np.array([True] * 60 + [False] * 4 + [True] * 10 + [False] * 10)
     cells = np.array(["skewed"] * 64 + ["even"] * 20)
-    pw = prior_weights(y, cells, np.array(["x"] * 84), "flat")
+    dims = np.array(["x"] * 84)
+    pw = prior_weights(y, cells, dims, "flat", mass="kept")
     assert pw.excluded_cells == ("skewed",) and pw.excluded_runs == 64
     assert (pw.weights[:64] == 0).all() and (pw.weights[64:] > 0).all()
-    assert prior_weights(y, cells, np.array(["x"] * 84), "flat", min_per_class=4).excluded_runs == 0
+    assert prior_weights(y, cells, dims, "flat", mass="kept", min_per_class=4).excluded_runs == 0
+    assert prior_weights(y, cells, dims, "flat").excluded_runs == 0  # minority: it just counts less
 
 
 def test_weighted_metrics_equal_replication_and_scikit_learn():
@@ -113,14 +137,16 @@ def test_weighted_metrics_equal_replication_and_scikit_learn():
     )
 
 
-def test_a_cell_lookup_table_scores_chance_under_flat_weights_and_less_inverted():
+@pytest.mark.parametrize("mass", ["minority", "kept"])
+def test_a_cell_lookup_table_scores_chance_under_flat_weights_and_less_inverted(mass):
     s, y, cells, dims = _toy(4)
     table = {c: y[cells == c].mean() for c in np.unique(cells)}
     lookup = np.array([table[c] for c in cells])
     plain = compute_metrics(lookup, y, dims).aggregate
-    flat = compute_metrics(lookup, y, dims, weights=prior_weights(y, cells, dims, "flat").weights)
+    flat_w = prior_weights(y, cells, dims, "flat", mass=mass).weights
+    flat = compute_metrics(lookup, y, dims, weights=flat_w)
     inverted = compute_metrics(
-        lookup, y, dims, weights=prior_weights(y, cells, dims, "inverted").weights
+        lookup, y, dims, weights=prior_weights(y, cells, dims, "inverted", mass=mass).weights
     )
     assert plain > 3 * _trapezoid_chance()  # the shortcut pays on the corpus's own rates
     assert flat.aggregate == pytest.approx(_trapezoid_chance(), abs=1e-12)
@@ -129,7 +155,7 @@ def test_a_cell_lookup_table_scores_chance_under_flat_weights_and_less_inverted(
     assert inverted.aggregate < _trapezoid_chance()
     # A score that ranks within cells keeps its value under both views.
     good = compute_metrics(s - 2.0 * np.array([table[c] for c in cells]), y, dims,
-                           weights=prior_weights(y, cells, dims, "flat").weights)
+                           weights=flat_w)
     assert good.aggregate > 5 * _trapezoid_chance()
 
 

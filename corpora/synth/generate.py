@@ -27,6 +27,8 @@ from monsearch.corpora.synth.personas import (
     Persona,
     persona_counts,
 )
+from monsearch.corpora.synth.rated import expected_label_shares, rated_calibration
+from monsearch.corpora.synth.rates import Rates, parse_rates, preset
 from monsearch.corpora.synth.scenario import REGISTRY
 from monsearch.corpora.synth.style import in_image_style
 from monsearch.errors import MonsearchError
@@ -94,7 +96,25 @@ def _pick_cell(pt: PersonaTask, rng: random.Random) -> Cell:
 
 
 #: Default per-task failure rates: the paper's (``"task"``: every task balanced).
+#: ``balance`` is the older name of ``rates`` for these two (see :func:`resolve_rates`).
 BALANCE_DEFAULT = "paper"
+
+
+def resolve_rates(balance: str = BALANCE_DEFAULT, rates: Rates | str | None = None) -> Rates:
+    """The rates a corpus is drawn for: ``rates`` (a :class:`Rates` or a ``--rates``
+    value), else ``balance``, which names the ``paper`` or ``task`` rates and must
+    agree with ``rates`` when both are given."""
+    if balance not in BALANCES:
+        raise SynthError(f"balance must be one of {', '.join(BALANCES)}, got {balance!r}")
+    if rates is None:
+        return preset(balance)
+    chosen = parse_rates(rates)
+    if balance != BALANCE_DEFAULT and chosen.kind != balance:
+        raise SynthError(
+            f"balance={balance!r} and rates={chosen.spec!r} disagree (balance names the "
+            "paper or task rates; give one)"
+        )
+    return chosen
 
 
 def build_trajectory(
@@ -105,18 +125,29 @@ def build_trajectory(
     *,
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
     balance: str = BALANCE_DEFAULT,
+    rates: Rates | str | None = None,
 ) -> Trajectory:
     """Trajectory ``n`` of the corpus for ``seed``: persona behaviour, episode, verdicts.
 
     ``out_of_image`` enables the labelled variant whose styles use wget / httpie;
-    ``balance="task"`` draws behaviour from the per-task balanced calibration.
+    ``balance="task"`` draws behaviour from the per-task balanced calibration;
+    ``rates`` (see :mod:`~monsearch.corpora.synth.rates`) from chosen label rates.
     """
-    cal = get_calibration(balance=balance)
-    persona = next(p for p in cal.personas if p.generator == generator)
-    pt = cal.cell(generator, task)
+    chosen = resolve_rates(balance, rates)
     rng = _rng(seed, n, "draw")
-    style_name, style = in_image_style(_pick_style(persona, rng), out_of_image=out_of_image)
-    mixture = pt.mixture[_pick_cell(pt, rng)]
+    outcome: str | None = None  # under chosen rates, the outcome the run must have
+    if chosen.calibrated:
+        cal = get_calibration(balance=chosen.kind)
+        persona = next(p for p in cal.personas if p.generator == generator)
+        pt = cal.cell(generator, task)
+        style_name, style = in_image_style(_pick_style(persona, rng), out_of_image=out_of_image)
+        mixture = pt.mixture[_pick_cell(pt, rng)]
+    else:
+        rc = rated_calibration(chosen).cell(generator, task)
+        persona = next(p for p in PERSONAS if p.generator == generator)
+        style_name, style = in_image_style(_pick_style(persona, rng), out_of_image=out_of_image)
+        cell, outcome = rc.draw(rng)
+        mixture = rc.mixture[cell]
     modes = [m for m, _ in mixture]
     mode = rng.choices(modes, weights=[w for _, w in mixture])[0]
     start = BASE_TIME + timedelta(
@@ -127,7 +158,19 @@ def build_trajectory(
     held_out = not persona.cross_generator and _rng(seed, n, "family").random() < fam.HELD_OUT_SHARE
     family = fam.HELD_OUT_FAMILY if held_out else fam.DEFAULT_FAMILY
     scenario = REGISTRY[task]
-    episode = scenario.build(mode.name, style, _rng(seed, n, "episode"), start, family=family)
+    episode = scenario.build(
+        mode.name,
+        style,
+        _rng(seed, n, "episode"),
+        start,
+        family=family,
+        long_haul=None if outcome is None else outcome == "step_limit",
+    )
+    if outcome is not None and episode.outcome != outcome:
+        # The chosen rates are per outcome: a run that ends otherwise would miss them.
+        raise RuntimeError(
+            f"trajectory {n} ({task}, mode {mode.name}) ended {episode.outcome}, drawn {outcome}"
+        )
     panel, oracle = judge_trajectory(task, mode, _rng(seed, n, "judges"))
     return Trajectory(
         id=trajectory_id(task, seed, n),
@@ -149,7 +192,8 @@ def build_trajectory(
             "family": family,
             **({fam.HELD_OUT_META: fam.HELD_OUT_SPLIT} if held_out else {}),
             **({"out_of_image": True} if out_of_image else {}),
-            **({"balance": balance} if balance != BALANCE_DEFAULT else {}),
+            **({"balance": chosen.kind} if chosen.kind == "task" else {}),
+            **({"rates": chosen.spec} if not chosen.calibrated else {}),
         },
     )
 
@@ -159,10 +203,10 @@ def _build_chunk(
     start: int,
     items: list[tuple[str, str]],
     out_of_image: bool = False,
-    balance: str = BALANCE_DEFAULT,
+    rates: Rates | None = None,
 ) -> list[Trajectory]:
     return [
-        build_trajectory(seed, start + i, g, t, out_of_image=out_of_image, balance=balance)
+        build_trajectory(seed, start + i, g, t, out_of_image=out_of_image, rates=rates)
         for i, (g, t) in enumerate(items)
     ]
 
@@ -174,20 +218,26 @@ def iter_trajectories(
     n_jobs: int = 1,
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
     balance: str = BALANCE_DEFAULT,
+    rates: Rates | str | None = None,
 ) -> Iterator[list[Trajectory]]:
     """Chunks of the corpus in index order; ``n_jobs > 1`` builds chunks in worker processes."""
+    chosen = resolve_rates(balance, rates)
     items = plan(size, seed)
     chunks = [(s, items[s : s + CHUNK]) for s in range(0, len(items), CHUNK)]
+    # Fail early (and once) if the scenarios do not fit or a target is out of reach.
+    if chosen.calibrated:
+        get_calibration(balance=chosen.kind)
+    else:
+        rated_calibration(chosen)
     if n_jobs == 1 or len(chunks) < 2:
-        get_calibration(balance=balance)  # fail early (and once) if the scenarios do not fit
         for s, part in chunks:
-            yield _build_chunk(seed, s, part, out_of_image, balance)
+            yield _build_chunk(seed, s, part, out_of_image, chosen)
         return
     from joblib import Parallel, delayed
 
     runner = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
     yield from runner(
-        delayed(_build_chunk)(seed, s, part, out_of_image, balance) for s, part in chunks
+        delayed(_build_chunk)(seed, s, part, out_of_image, chosen) for s, part in chunks
     )
 
 
@@ -199,13 +249,18 @@ def generate(
     progress: ProgressFn | None = None,
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
     balance: str = BALANCE_DEFAULT,
+    rates: Rates | str | None = None,
 ) -> list[Trajectory]:
-    """The whole corpus as trajectories (index order). Same output for any ``n_jobs``."""
-    if balance not in BALANCES:
-        raise SynthError(f"balance must be one of {', '.join(BALANCES)}, got {balance!r}")
+    """The whole corpus as trajectories (index order). Same output for any ``n_jobs``.
+
+    ``rates``: the label failure rates to draw for (``"paper"``, ``"task"``,
+    ``"flat"``, ``"flat:0.25"``, a rates file, or a :class:`Rates`); ``balance`` is
+    the older name of the first two.
+    """
+    chosen = resolve_rates(balance, rates)
     out: list[Trajectory] = []
     for chunk in iter_trajectories(
-        size, seed, n_jobs=n_jobs, out_of_image=out_of_image, balance=balance
+        size, seed, n_jobs=n_jobs, out_of_image=out_of_image, rates=chosen
     ):
         out.extend(chunk)
         if progress is not None:
@@ -221,6 +276,12 @@ class SynthResult:
     benign: dict[str, int]  # panel-pass trajectories per split
 
 
+def rates_record(rates: Rates) -> dict:
+    """What the manifest records of ``rates``: what they are, and the label failure
+    shares per task and outcome they give (see :meth:`Rates.record`)."""
+    return rates.record(*expected_label_shares(rates))
+
+
 def synthesize_corpus(
     out: Path,
     *,
@@ -233,11 +294,16 @@ def synthesize_corpus(
     progress: Callable[[str, int, int], None] | None = None,
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
     balance: str = BALANCE_DEFAULT,
+    rates: Rates | str | None = None,
 ) -> SynthResult:
     """Generate, split and write a synthetic corpus to ``out`` (atomically).
 
-    ``balance="task"``: every task at the same failure shares (the paper's per-model
-    rates still hold; its per-task failure rates do not).
+    ``rates``: the panel-label failure rates to draw for (see
+    :mod:`~monsearch.corpora.synth.rates`): ``"paper"`` (the default), ``"task"``
+    (every task at the same failure shares, the paper's per-model rates kept; also
+    ``balance="task"``), ``"flat"`` / ``"flat:SHARE"`` (every task x outcome and
+    every generator alike), or a rates file. The manifest records them, and the
+    default name says them (``synth-s0-n15000-flat``).
 
     ``progress(phase, done, total)`` is called with phase ``"generate"`` then ``"write"``.
     """
@@ -252,13 +318,14 @@ def synthesize_corpus(
         if progress is not None:
             progress("write", done, total)
 
+    chosen = resolve_rates(balance, rates)
     trajs = generate(
         size,
         seed,
         n_jobs=n_jobs,
         progress=gen_progress,
         out_of_image=out_of_image,
-        balance=balance,
+        rates=chosen,
     )
     split = make_split(
         trajs, seed=seed, cross_generators=list(cross_generators), fractions=fractions
@@ -270,12 +337,13 @@ def synthesize_corpus(
         "seed": seed,
         "size": size,
         "out_of_image_clients": out_of_image,
-        "balance": balance,
+        **({"balance": chosen.kind} if chosen.calibrated else {}),
+        "rates": rates_record(chosen),
     }
     manifest = write_corpus(
         Path(out),
         trajs,
-        name=name or f"synth-s{seed}-n{size}" + ("" if balance == "paper" else f"-{balance}"),
+        name=name or f"synth-s{seed}-n{size}{chosen.name_suffix}",
         assignment=split.assignment,
         split_info=info,
         progress=write_progress,

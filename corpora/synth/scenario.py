@@ -78,6 +78,7 @@ class TaskScenario(Protocol):
         start: datetime,
         *,
         family: str = "a",
+        long_haul: bool | None = None,
     ) -> Episode: ...
 
 
@@ -148,8 +149,13 @@ class BaseScenario:
 
         return internet(agent)
 
-    def _habits(self, agent: Agent, m: Mode) -> None:
-        """Per-run habits drawn the same way for every mode (detours, stamina)."""
+    def _habits(self, agent: Agent, m: Mode, long_haul: bool | None = None) -> None:
+        """Per-run habits drawn the same way for every mode (detours, stamina).
+
+        ``long_haul`` (unsolved modes only) overrides the drawn stamina, for a caller
+        that chose the outcome (``step_limit`` or ``no_flag``) before the mode; the
+        draw is still made, so the rest of the run's random stream is unchanged.
+        """
         from monsearch.corpora.synth.tasks.common import side_step
 
         rng = agent.rng
@@ -163,6 +169,10 @@ class BaseScenario:
         # Whether an unsolved run keeps going until its turns run out: the same odds
         # for every unsolved mode, benign or not (outcome "step_limit" tells nothing).
         agent.long_haul = m.kind in ("unsolved", "unsolved_reckless") and rng.random() < LONG_HAUL
+        if long_haul is not None:
+            if long_haul and m.solved:
+                raise ValueError(f"mode {m.name!r} solves the task: it cannot run out of turns")
+            agent.long_haul = long_haul
         # Benign lookalikes of the callback tasks' risky idiom: a listener started, tried
         # locally and stopped, never handed to the target (see infra.local_listener_check).
         # Failing runs of those tasks may try theirs locally first, too.
@@ -199,15 +209,20 @@ class BaseScenario:
         start: datetime,
         *,
         family: str = "a",
+        long_haul: bool | None = None,
     ) -> Episode:
-        """One run of ``mode``; ``family`` is the template family it is written in."""
+        """One run of ``mode``; ``family`` is the template family it is written in.
+
+        ``long_haul``: for an unsolved mode, whether the run goes on until its turns
+        run out (outcome ``step_limit``) instead of the drawn :data:`LONG_HAUL` odds.
+        """
         m = self.mode(mode)
         agent = Agent(style, rng, start, family=family)
         agent.external = self.external(agent)
         agent.flag = self.flag
         agent.plans = plans_for(self.name, family)
         world = self.setup(agent)
-        self._habits(agent, m)
+        self._habits(agent, m, long_haul)
         facts: dict[str, Any] = {}
         runner: Runner = getattr(self, "run_" + mode)
         runner(agent, world, facts)

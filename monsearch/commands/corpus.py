@@ -136,6 +136,11 @@ def _print_manifest(console: Console, manifest) -> None:
         )
     else:
         console.print("split           none (unsplit: run `monsearch corpus split`)")
+    rates = _rates_record(manifest)
+    if rates is not None:
+        from monsearch.corpora.synth.rates import describe
+
+        console.print(f"rates           {escape(describe(rates))}")
 
 
 @click.group()
@@ -356,6 +361,8 @@ def split_cmd(
     # Before the writability check and before loading: a missing or broken corpus,
     # and generators it does not hold, are named from its manifest alone.
     manifest = read_manifest(directory)
+    # What generated the data (a synthetic corpus's seed, size and rates) outlives a re-split.
+    made_by = (manifest.split_info or {}).get("generator")
     generators = manifest.counts.get("generators")
     if isinstance(generators, dict) and generators:
         check_cross_generators(generators, _csv(cross_generators))
@@ -376,7 +383,7 @@ def split_cmd(
             trajs,
             name=corp.name,
             assignment=split.assignment,
-            split_info=split.info,
+            split_info={**split.info, **({"generator": made_by} if made_by else {})},
         )
     console = stdout_console()
     _print_manifest(console, manifest)
@@ -397,6 +404,16 @@ TASK_NOTE = "The same columns per task; the OPSEC dimension each task tests is i
 BALANCE_NOTE = (
     "Panel majority labels of valid runs by OPSEC dimension; failure share is fail / "
     "(pass + fail), unlabelled runs have no panel."
+)
+OUTCOME_SHARE_NOTE = (
+    "Label failure share (fail / (pass + fail), panel majority) of valid runs per task and "
+    "outcome: solved (flag found), no flag (stopped without it), step limit (ran out of "
+    "turns); the column before each share counts its labelled runs. By chance alone a share "
+    "of p over n runs moves by about sqrt(p (1 - p) / n): 3.8 points at 150 runs and 33 %."
+)
+TARGET_NOTE = (
+    " In brackets: the share the corpus was generated for ({rates}){pooled}; the all-tasks "
+    "row's is its expectation over the corpus's mix of tasks and generators."
 )
 AGREEMENT_NOTE = (
     "Fleiss' kappa is how far the judges agree beyond chance (1 always, 0 no better than "
@@ -456,6 +473,58 @@ def _outcome_table(
     if overall is not None:
         out += [SECTION, (cells("overall", overall), "bold")]
     return fitted_table(console, title, headers, out)
+
+
+def _rates_record(manifest) -> dict[str, Any] | None:
+    """The synthetic generator's rates record in a manifest, if it has one."""
+    gen = (manifest.split_info or {}).get("generator")
+    rates = gen.get("rates") if isinstance(gen, dict) else None
+    return rates if isinstance(rates, dict) else None
+
+
+def _print_task_outcomes(
+    console: Console, st: dict[str, Any], rates: dict[str, Any] | None
+) -> None:
+    """Label failure share per task x outcome, beside the generation targets if known."""
+    from monsearch.corpora.stats import VALID_OUTCOMES
+
+    targets = (rates or {}).get("targets")
+    targets = targets if isinstance(targets, dict) else None
+    overall = (rates or {}).get("overall")
+
+    def target(task: str | None, outcome: str) -> float | None:
+        row = overall if task is None else targets.get(task)
+        one = row.get(outcome) if isinstance(row, dict) else None
+        return one if isinstance(one, int | float) else None
+
+    def share(b: dict[str, Any], task: str | None, outcome: str) -> str:
+        got = "-" if b["failure_rate"] is None else f"{100 * b['failure_rate']:.1f}"
+        if targets is None:
+            return got
+        want = target(task, outcome)
+        return f"{got} ({'-' if want is None else f'{100 * want:.1f}'})"
+
+    def cells(name: str, task: str | None, blocks: dict[str, Any]) -> list[str]:
+        out = [name]
+        for outcome in VALID_OUTCOMES:
+            b = blocks[outcome]
+            out += [str(b["pass"] + b["fail"]), share(b, task, outcome)]
+        return out
+
+    rows: list[Row] = [(cells(t, t, b), None) for t, b in st["task_outcomes"].items()]
+    rows += [SECTION, (cells("all tasks", None, st["outcomes"]), "bold")]
+    fail = "fail%\n(target)" if targets is not None else "fail%"
+    headers = ["task", "solved", fail, "no flag", fail, "step\nlimit", fail]
+    console.print(fitted_table(console, "label failure share per task and outcome", headers, rows))
+    note = OUTCOME_SHARE_NOTE
+    if targets is not None:
+        from monsearch.corpora.synth.rates import describe
+
+        pooled = (
+            "" if rates.get("per_generator") else ", pooled over generators whose own rates differ"
+        )
+        note += TARGET_NOTE.format(rates=describe(rates), pooled=pooled)
+    print_note(console, note)
 
 
 def _print_agreement(console: Console, agr: dict[str, Any], oracle: dict[str, Any]) -> None:
@@ -554,6 +623,8 @@ def stats_cmd(directory: Path, as_json: bool, splits: tuple[str, ...], coverage_
         "name": corp.name,
         "content_hash": corp.content_hash,
         "splits": corp.loaded_splits,
+        # A synthetic corpus's generation rates (targets per task x outcome), else null.
+        "rates": _rates_record(corp.manifest),
     }
     if as_json:
         click.echo(json.dumps({"corpus": header, **st, "http_coverage": coverage}, indent=2))
@@ -572,6 +643,7 @@ def stats_cmd(directory: Path, as_json: bool, splits: tuple[str, ...], coverage_
     tasks = {f"{k} ({dim_of.get(k, '?')})": v for k, v in st["tasks"].items()}
     console.print(_outcome_table(console, "per task (dimension)", "task", tasks))
     print_note(console, TASK_NOTE)
+    _print_task_outcomes(console, st, _rates_record(corp.manifest))
     bal: list[Row] = [
         (
             [d, str(b["pass"]), str(b["fail"]), str(b["unlabelled"]), _pct(b["failure_rate"])],

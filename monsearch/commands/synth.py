@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -20,6 +22,9 @@ from monsearch.commands.consoles import stderr_console, stdout_console
 from monsearch.commands.options import fractions_callback, name_callback
 from monsearch.commands.paths import writing_corpus
 from monsearch.errors import MonsearchError
+
+if TYPE_CHECKING:
+    from monsearch.corpora.synth.rates import Rates
 
 PhaseProgress = Callable[[str, int, int], None]
 
@@ -127,6 +132,38 @@ def _smallest_size(held: list[str], start: int) -> int | None:
     return None
 
 
+def rates_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Rates | None:
+    """``--rates``: a preset or a rates file, read and checked before any work.
+
+    A bad file is a :class:`RatesError` (one line naming the file and the field,
+    exit 2), as is a target the simulated judges cannot give.
+    """
+    if value is None:
+        return None
+    from monsearch.corpora.synth.rated import check_reachable
+    from monsearch.corpora.synth.rates import parse_rates
+
+    chosen = parse_rates(value)
+    if not chosen.calibrated:
+        check_reachable(chosen)
+    return chosen
+
+
+def _alias_balance(rates: Rates | None, balance: str | None) -> Rates:
+    """``--rates``, or ``--balance`` (its older name for paper and task), or paper."""
+    from monsearch.corpora.synth.rates import DEFAULT_RATES, preset
+
+    if balance is not None and rates is not None and rates.kind != balance:
+        raise click.BadParameter(
+            f"--balance {balance} and --rates {rates.spec} disagree; --balance is the older "
+            "name of --rates paper|task, give one",
+            param_hint="'--balance'",
+        )
+    if rates is not None:
+        return rates
+    return preset(balance or DEFAULT_RATES)
+
+
 def check_synth_options(size: int, held: list[str]) -> list[str]:
     """Check ``--size`` against ``--cross-generators`` before generating; the resolved ids.
 
@@ -208,12 +245,23 @@ def check_synth_options(size: int, held: list[str]) -> list[str]:
     help="Worker processes for generation (the output does not depend on it).",
 )
 @click.option(
+    "--rates",
+    "rates",
+    default=None,
+    metavar="paper|task|flat[:SHARE]|FILE",
+    callback=rates_callback,
+    help="Panel-label failure rates to generate for. paper: StealthBench's per-model and "
+    "per-task rates; task: every task at the overall failure shares, per-model rates kept; "
+    "flat: every task x outcome (flag found, no flag, step limit) and every generator at "
+    "one share (default 1/3, or flat:SHARE); FILE: a TOML or JSON file of per task x "
+    "outcome shares (format: docs/synthetic-rates.md). Solve rates, styles and modes stay "
+    "the paper's. [default: paper]",
+)
+@click.option(
     "--balance",
     type=click.Choice(["paper", "task"]),
-    default="paper",
-    show_default=True,
-    help="Per-task failure rates: the paper's, or every task at the same failure shares "
-    "(task: the task is no prior for the label; per-model rates still hold).",
+    default=None,
+    help="Older name of --rates paper|task (builds the same corpus).",
 )
 @click.option(
     "--out-of-image-clients",
@@ -231,7 +279,8 @@ def synth(
     fractions: tuple[float, float, float] | None,
     name: str | None,
     n_jobs: int,
-    balance: str,
+    rates: Rates | None,
+    balance: str | None,
     out_of_image_clients: bool,
     quiet: bool,
 ) -> None:
@@ -239,7 +288,9 @@ def synth(
 
     Eight personas (one per model of the paper's results table) run every task
     with calibrated solve / safe / reckless rates; three simulated judges label
-    each run and a fourth gives the oracle verdict. The corpus is written split:
+    each run and a fourth gives the oracle verdict. --rates sets other label
+    failure rates than the paper's: every task, outcome and model alike (flat),
+    or your own per task and outcome (a file). The corpus is written split:
     train/val/test from five personas, one cross-generator corpus per
     held-out persona, and xgen-family: the runs written with a second,
     independently written family of plans, command idioms and failure
@@ -250,6 +301,7 @@ def synth(
     from monsearch.corpora.synth.personas import DEFAULT_CROSS_GENERATORS
 
     # Everything is checked before the first trajectory is generated.
+    rates = _alias_balance(rates, balance)
     size = DEFAULT_SIZE if size is None else size
     held = _parse_list(cross_generators)
     held_ids = check_synth_options(size, list(DEFAULT_CROSS_GENERATORS if held is None else held))
@@ -264,7 +316,7 @@ def synth(
             name=name,
             n_jobs=n_jobs,
             progress=progress,
-            balance=balance,
+            rates=rates,
             out_of_image=out_of_image_clients,
         )
     elapsed = time.perf_counter() - t0
@@ -279,4 +331,5 @@ def synth(
     console = stdout_console()
     console.print(table)
     console.print(f"content hash {result.content_hash}")
+    console.print(f"rates {escape(rates.describe())}")
     console.print(f"seed {seed}, size {size}, written in {elapsed:.1f} s")
