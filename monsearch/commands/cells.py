@@ -28,9 +28,18 @@ from collections.abc import Iterable
 
 NAME, ID, PATH, NUMBER, STATUS, TEXT = "name", "id", "path", "number", "status", "text"
 KINDS = (NAME, ID, PATH, NUMBER, STATUS, TEXT)
-#: The round in which a column of each kind gives way, down to its minimum width, when
-#: a table is too wide (round 0 wraps headers alone): prose first, identifiers last.
-SHRINK_ROUND = {TEXT: 1, PATH: 2, NAME: 2, NUMBER: 2, STATUS: 2, ID: 3}
+#: A text column's width before names and paths give way.
+COMFORTABLE_TEXT_WIDTH = 40
+#: When a table is too wide, the rounds in which columns give way (after headers alone):
+#: each round narrows the named kinds down to that many characters, or to the column's
+#: minimum (:func:`min_width`) if wider; 0 means the minimum. Prose gives way first, to a
+#: comfortable width, then names, paths and values, then prose again, identifiers last.
+SHRINK_ROUNDS: tuple[dict[str, int], ...] = (
+    {TEXT: COMFORTABLE_TEXT_WIDTH},
+    {PATH: 0, NAME: 0, NUMBER: 0, STATUS: 0},
+    {TEXT: 0},
+    {ID: 0},
+)
 
 #: Narrowest a name column gets; a console narrower than that still cuts cells.
 MIN_NAME_WIDTH = 10

@@ -121,8 +121,9 @@ def fitted_table(
     name, id, path, number, status, text); by default the first ``names``
     columns are names and the others numbers. When the table is too wide, the
     columns are narrowed in rounds, widest first within a round: first only
-    headers wrap (at spaces and hyphens), then text columns down to their
-    minimum, then names, paths and values, then identifiers; a number or a
+    headers wrap (at spaces and hyphens), then text columns down to a
+    comfortable width, then names, paths and values, then text columns down to
+    their minimum, then identifiers; a number or a
     status word is never cut, a path is shortened from the left keeping the
     tail that tells the rows apart. Each row
     is ``(cells, style)``; :data:`SECTION` draws a rule. Cells are plain text,
@@ -140,15 +141,15 @@ def fitted_table(
     minimum = [
         cells.min_width(k, h, col) for k, h, col in zip(kinds, headers, columns, strict=True)
     ]
-    # Round 0 wraps headers only; then each kind gives way in its round (cells.SHRINK_ROUND).
+    # Round 0 wraps headers only; then the kinds give way in cells.SHRINK_ROUNDS.
     floor = [
         max(lo, max((cells.natural_width(c) for c in col), default=1))
         for lo, col in zip(minimum, columns, strict=True)
     ]
     floors = [floor]
-    for r in sorted(set(cells.SHRINK_ROUND.values())):
+    for shrink in cells.SHRINK_ROUNDS:
         floor = [
-            lo if cells.SHRINK_ROUND[k] <= r else f
+            min(f, max(lo, shrink[k])) if k in shrink else f
             for k, lo, f in zip(kinds, minimum, floor, strict=True)
         ]
         floors.append(floor)
