@@ -96,7 +96,7 @@ def export_cmd(
 
     \b
     monsearch corpus export --split val --label fail --limit 3 --out my-runs
-    monsearch corpus export synth-s0-00042 --format stealthbench --out results
+    monsearch corpus export syn-adtech-admin-0-000044 --format stealthbench --out results
 
     With ATIF, the task, outcome and verdicts go under extra.monsearch (what
     `corpus import` reads back); with the StealthBench tree, the label panel goes
