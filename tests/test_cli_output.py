@@ -20,7 +20,7 @@ from readers_support import build_tree, slug
 from store_factory import TASKS, mixed_corpus
 
 from monsearch.cli import EXIT_BROKEN_PIPE, cli
-from monsearch.commands.consoles import wrap_name
+from monsearch.commands.cells import wrap_name
 from monsearch.corpora.store import load_corpus, write_corpus
 from monsearch.corpora.synth.generate import synthesize_corpus
 from monsearch.corpora.synth.personas import PERSONAS

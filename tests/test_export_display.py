@@ -131,12 +131,13 @@ def test_monsearch_score_rounds_deltas_and_shows_budget_decimals(seed, scored_fi
         assert [f["delta"] for f in rec["findings"]] == [rounded(f["delta"]) for f in found]
         deltas += [f["delta"] for f in found]
     assert not all(_is_rounded(x) for x in deltas)
-    # A budget of 2.5 % reads 2.5 %, not 2 % (nor 0.5 % as 0 %).
-    for budget, shown in (("0.025", "@ 2.5%"), ("0.005", "@ 0.5%"), ("0.05", "@ 5%")):
+    # A budget of 2.5 % reads 2.5 %, not 2 % (nor 0.5 % as 0 %); the table says it once,
+    # in the decision column's header.
+    for budget, shown in (("0.025", "at 2.5%"), ("0.005", "at 0.5%"), ("0.05", "at 5%")):
         proc = score_cli(str(path), "--budget", budget)
         assert proc.returncode == 0, proc.stderr
-        assert shown in proc.stdout
-        assert "@ 2%" not in proc.stdout and "@ 0%" not in proc.stdout
+        assert f"decision {shown}" in proc.stdout
+        assert "at 2%" not in proc.stdout and "at 0%" not in proc.stdout
 
 
 def test_readme_band_is_printed_for_reading(seed):

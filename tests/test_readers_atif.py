@@ -319,7 +319,7 @@ def test_lenient_arguments_and_odd_content(tmp_path: Path) -> None:
         ),
         (
             lambda d: d["steps"][1]["observation"].update(results={}),
-            "steps[1].observation.results: expected a list, got an object",
+            "steps[1].observation.results: expected a list, got an empty object",
         ),
         (
             lambda d: d["steps"][1]["observation"]["results"][0].update(content=[{"text": "x"}]),

@@ -251,7 +251,10 @@ MALFORMED = [
         "bad_outcome.atif.json",
         'outcome: expected one of "flag_found", "no_flag", "step_limit", "error", got a string ("solved")',
     ),
-    ("steps_not_list.atif.json", "steps: expected a list, got an object"),
+    (
+        "steps_not_list.atif.json",
+        'steps: expected a list, got an object with the key "0"',
+    ),
     (
         "list_root.atif.json",
         "$: expected a JSON object (a StealthBench trajectory), got a list of 3 items",

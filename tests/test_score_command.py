@@ -124,3 +124,141 @@ def test_table_output_and_bad_monitor(setup, tmp_path):
     assert "score" in out and "decision" in out
     proc = score_cli("--monitor", str(tmp_path / "nowhere"), str(ATIF_FILE))
     assert proc.returncode == 2 and b"neither an exported plugin folder" in proc.stderr
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _skipped(proc) -> list[str]:
+    return [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("skipped ")]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "{}",
+            "$: expected a StealthBench trajectory (atif_version), canonical ATIF "
+            "(schema_version) or a monsearch trajectory record, got an empty object",
+        ),
+        (
+            '{"trajectory": {"steps": []}, "model": "m"}',
+            "$: expected a StealthBench trajectory (atif_version), canonical ATIF "
+            '(schema_version) or a monsearch trajectory record, got an object with the keys '
+            '"trajectory", "model"',
+        ),
+        (
+            '{"atif_version": "1.7"}',
+            "trajectory_id: expected a string, got nothing (field missing)",
+        ),
+        (
+            '"a string"',
+            "$: expected a JSON object (a StealthBench, ATIF or monsearch trajectory), "
+            'got a string ("a string")',
+        ),
+        ("", "expected a JSON document, got an empty file"),
+    ],
+)
+def test_unreadable_file_named_once_with_what_it_holds(setup, tmp_path, content, message):
+    folder = setup["plugins"]["seed"][0]
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    proc = score_cli("--monitor", str(folder), str(bad))
+    # Nothing scored: nothing on stdout (no empty table), the reason on stderr, exit 1.
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert _skipped(proc) == [f"skipped {bad}: {message}"]
+    assert "1 input(s) could not be read; none scored" in proc.stderr.decode()
+    proc = score_cli("--monitor", str(folder), str(bad), "--json")
+    assert _records(proc) == [{"input": str(bad), "error": message}]
+
+
+def test_every_input_failing_prints_no_table(setup, tmp_path):
+    folder = setup["plugins"]["seed"][0]
+    (tmp_path / "a.json").write_text("[]")
+    proc = score_cli("--monitor", str(folder), str(tmp_path / "a.json"), str(tmp_path / "none.json"))
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert len(_skipped(proc)) == 2
+    # One readable input among them: its table, and still exit 1 for the others.
+    proc = score_cli("--monitor", str(folder), str(tmp_path / "a.json"), str(ATIF_FILE))
+    assert proc.returncode == 1 and b"trajectory" in proc.stdout and len(_skipped(proc)) == 1
+    assert "1 input(s) could not be read; 1 scored" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("content", [b"", b"\n  \n\n"])
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_jsonl_without_trajectories_is_unreadable(setup, tmp_path, content, compressed):
+    import zstandard
+
+    folder = setup["plugins"]["seed"][0]
+    path = tmp_path / ("empty.jsonl.zst" if compressed else "empty.jsonl")
+    path.write_bytes(zstandard.ZstdCompressor().compress(content) if compressed else content)
+    proc = score_cli("--monitor", str(folder), str(path))
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert _skipped(proc) == [
+        f"skipped {path}: expected at least one trajectory (a JSON document per line), "
+        "got none (the file is empty or blank)"
+    ]
+
+
+def test_corpus_parts_are_read_compressed(setup, plugin, tmp_path):
+    """A corpus part (.jsonl.zst, as the store writes it) and a folder holding one."""
+    folder = setup["plugins"]["seed"][0]
+    part = setup["corpus"] / "val.jsonl.zst"
+    proc = score_cli("--monitor", str(folder), str(part), "--json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    recs = _records(proc)
+    val = setup["val"]
+    assert [r["input"] for r in recs] == [f"{part}:{i}" for i in range(1, len(val) + 1)]
+    assert [r["trajectory_id"] for r in recs] == [t.id for t in val]
+    assert [r["score"] for r in recs] == [plugin.score(t) for t in val]
+    # A corpus folder: its parts, not its manifest.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("manifest.json", "val.jsonl.zst"):
+        shutil.copyfile(setup["corpus"] / name, corpus / name)
+    proc = score_cli("--monitor", str(folder), str(corpus), "--json")
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert len(_records(proc)) == len(val)
+
+
+def test_compressed_single_file_and_its_limits(setup, plugin, tmp_path):
+    import zstandard
+
+    folder = setup["plugins"]["seed"][0]
+    packed = tmp_path / "run.json.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(SB_FILES[0].read_bytes()))
+    proc = score_cli("--monitor", str(folder), str(packed), "--json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    [rec] = _records(proc)
+    assert rec["score"] == plugin.score(SB_FILES[0])
+
+    from monsearch.corpora.readers.jsonio import DEFAULT_MAX_BYTES
+
+    # A few KB that decompress past the size cap are refused, never held in memory.
+    bomb = zstandard.ZstdCompressor().compress(b" " * (DEFAULT_MAX_BYTES + 10))
+    assert len(bomb) < 100_000
+    good = zstandard.ZstdCompressor().compress(SB_FILES[0].read_bytes())
+    files = {
+        "bomb.json.zst": bomb,
+        "bomb.jsonl.zst": bomb,
+        "cut.jsonl.zst": good[: len(good) // 2],
+        "flipped.json.zst": good[:8] + bytes(b ^ 0xFF for b in good[8:40]) + good[40:],
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    proc = score_cli("--monitor", str(folder), *(str(tmp_path / n) for n in files))
+    assert proc.returncode == 1 and proc.stdout == b""
+    skipped = _skipped(proc)
+    assert skipped[:3] == [
+        f"skipped {tmp_path / 'bomb.json.zst'}: expected a document of at most "
+        f"{DEFAULT_MAX_BYTES} bytes once decompressed, got more",
+        f"skipped {tmp_path / 'bomb.jsonl.zst'}:1: expected a line of at most "
+        f"{DEFAULT_MAX_BYTES} bytes, got {DEFAULT_MAX_BYTES + 10} bytes",
+        f"skipped {tmp_path / 'cut.jsonl.zst'}: expected zstandard-compressed data, "
+        "got a file cut short inside a frame",
+    ]
+    assert skipped[3].startswith(
+        f"skipped {tmp_path / 'flipped.json.zst'}: expected zstandard-compressed data, "
+        "got corrupt data ("
+    )
+    assert len(skipped) == 4

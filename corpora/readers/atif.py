@@ -20,7 +20,9 @@ Mapping onto the internal model:
   intent (StealthBench only records it through the ``think`` tool), so it is
   kept but under a name monitors can tell apart. ``reasoning_content`` is not
   kept (StealthBench records no reasoning tokens either). ``user`` and
-  ``system`` steps are context, not actions, and give no Step;
+  ``system`` steps are context, not actions, and give no Step. A call's
+  ``extra.latency_ms`` (an integer, as monsearch's writer puts it) is the
+  Step's latency;
 * task, generator, outcome, solved and verdicts: from the side labels JSONL
   (if given, it wins field by field), else ``extra.monsearch``, else the
   root ``extra`` (``task``, ``outcome``, ``solved``, used only when of the
@@ -351,6 +353,12 @@ def _arguments(call: Node) -> Any:
     raise call.fail("arguments", "an object (or its JSON text)", value)
 
 
+def _latency(call: Node) -> int | None:
+    """``extra.latency_ms`` of a tool call (monsearch writes it; ATIF has no field for it)."""
+    extra = call.obj("extra", required=False)
+    return extra.integer("latency_ms", required=False) if extra is not None else None
+
+
 def _read_steps(nodes: list[Node]) -> tuple[str, tuple[Step, ...], int]:
     """``(prompt, steps, orphan_observation_count)``."""
     prompt: str | None = None
@@ -393,7 +401,7 @@ def _read_steps(nodes: list[Node]) -> tuple[str, tuple[Step, ...], int]:
                 seen = "\n".join(by_id[call_id])
             else:
                 seen = next(positional, "")
-            out.append(Step(len(out), tool, text, seen, arguments, timestamp))  # type: ignore[arg-type]
+            out.append(Step(len(out), tool, text, seen, arguments, timestamp, _latency(call)))  # type: ignore[arg-type]
     return prompt or "", tuple(out), orphans
 
 

@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -24,6 +24,8 @@ from monsearch.corpora.errors import InputError, InputTooLargeError
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 _BOM = b"\xef\xbb\xbf"
+#: Keys of an object an error message names (a trajectory has a dozen; say which ones).
+_KEYS_SHOWN = 6
 _CHUNK = 1 << 20
 
 
@@ -55,7 +57,11 @@ def describe(value: Any) -> str:
     if isinstance(value, list):
         return f"a list of {len(value)} items" if value else "an empty list"
     if isinstance(value, dict):
-        return "an object"
+        if not value:
+            return "an empty object"
+        keys = [json.dumps(k, ensure_ascii=False) for k in list(value)[:_KEYS_SHOWN]]
+        more = f" and {len(value) - _KEYS_SHOWN} more" if len(value) > _KEYS_SHOWN else ""
+        return f"an object with the key{'s' if len(value) > 1 else ''} {', '.join(keys)}{more}"
     return type(value).__name__
 
 
@@ -109,26 +115,33 @@ def iter_jsonl(
     except OSError as err:
         raise InputError(display, "", "a readable file", err.strerror or str(err)) from None
     with fh:
-        lineno = 0
-        while True:
-            raw = fh.readline(max_bytes + 1)
-            if not raw:
-                return
-            lineno += 1
-            if len(raw) > max_bytes and not raw.endswith(b"\n"):
-                size = len(raw)
-                while raw and not raw.endswith(b"\n"):  # drain the rest of the line
-                    raw = fh.readline(_CHUNK)
-                    size += len(raw)
-                size -= raw.endswith(b"\n")
-                yield lineno, InputTooLargeError(display, size, max_bytes, line=lineno)
-                continue
-            if not raw.strip():
-                continue
-            try:
-                yield lineno, parse_bytes(raw, display, line=lineno)
-            except InputError as err:
-                yield lineno, err
+        yield from iter_jsonl_stream(fh, display, max_bytes=max_bytes)
+
+
+def iter_jsonl_stream(
+    fh: BinaryIO, display: str, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[tuple[int, Any]]:
+    """:func:`iter_jsonl` over an open binary stream (a decompressing one, say)."""
+    lineno = 0
+    while True:
+        raw = fh.readline(max_bytes + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > max_bytes and not raw.endswith(b"\n"):
+            size = len(raw)
+            while raw and not raw.endswith(b"\n"):  # drain the rest of the line
+                raw = fh.readline(_CHUNK)
+                size += len(raw)
+            size -= raw.endswith(b"\n")
+            yield lineno, InputTooLargeError(display, size, max_bytes, line=lineno)
+            continue
+        if not raw.strip():
+            continue
+        try:
+            yield lineno, parse_bytes(raw, display, line=lineno)
+        except InputError as err:
+            yield lineno, err
 
 
 class Node:

@@ -1,17 +1,16 @@
 """The rich consoles every command prints through: tables to stdout, progress to stderr.
 
 Also :func:`fitted_table`, the table layout of every report: it fits the
-console's width (80 columns included) by wrapping the name column at readable
-places instead of cutting cells with "…", and :func:`print_note`, the plain
+console's width (80 columns included) by wrapping cells at readable places
+(each column by its kind, see :mod:`monsearch.commands.cells`) instead of
+cutting them with "…", and :func:`print_note`, the plain
 sentence under a table that says what its numbers mean.
 """
 
 from __future__ import annotations
 
 import io
-import math
 import os
-import re
 import sys
 
 from rich import box
@@ -19,12 +18,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from monsearch.commands import cells
+
 # Tables are wide; when the output is a file or a pipe, do not squeeze them to 80 columns
 # (unless COLUMNS says how wide the reader wants them).
 PIPE_WIDTH = 160
 
-#: Narrowest the name column gets; a console narrower than that still cuts cells.
-MIN_NAME_WIDTH = 12
 #: An entry of a row list that draws a rule between the rows above and below it.
 SECTION = None
 
@@ -66,43 +65,45 @@ def stderr_console(*, quiet: bool = False) -> Console:
     return _Console(stderr=True, highlight=False, quiet=quiet)
 
 
-def wrap_name(name: str, width: int) -> str:
-    """``name`` broken into lines of at most ``width`` characters, at readable places.
-
-    Breaks after ``/`` and spaces first (``arcee-ai/`` + ``trinity-large-thinking``),
-    then after ``-`` or ``_`` inside a part still too long, and cuts only a part
-    without such a place. Nothing is dropped: the lines joined give back ``name``
-    (less the spaces at the breaks).
-    """
-    if len(name) <= width:
-        return name
-    pieces: list[str] = []
-    for major in re.split(r"(?<=[/ ])", name):
-        if len(major.rstrip()) <= width:
-            pieces.append(major)
-            continue
-        for minor in re.split(r"(?<=[-_])", major):
-            while len(minor.rstrip()) > width:
-                pieces.append(minor[:width])
-                minor = minor[width:]
-            pieces.append(minor)
-    lines: list[str] = []
-    line = ""
-    for piece in pieces:
-        if line and len((line + piece).rstrip()) > width:
-            lines.append(line)
-            line = ""
-        line += piece
-    lines.append(line)
-    return "\n".join(ln.rstrip() for ln in lines if ln)
+def _table(title: str) -> Table:
+    return Table(
+        title=Text(title),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
 
 
-def _natural_width(table: Table) -> int:
-    """The width ``table`` takes when nothing has to be wrapped."""
+def _overhead(columns: int) -> int:
+    """The width a table of ours spends on padding and rules besides its ``columns`` cells
+    (measured on one-character headers: rendering every row would cost more)."""
+    probe_table = _table("")
+    for _ in range(columns):
+        probe_table.add_column("x")
     probe = Console(width=10_000, file=io.StringIO(), color_system=None)
     with probe.capture() as cap:
-        probe.print(table)
-    return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0)
+        probe.print(probe_table)
+    return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0) - columns
+
+
+def _allot(natural: list[int], floors: list[list[int]], room: int) -> list[int]:
+    """Column widths that sum to at most ``room`` if the floors allow.
+
+    Each floor list is one round: the widest column still above its floor of
+    that round gives up a character until the widths fit or every column is at
+    its floor; then the next round's (lower) floors apply.
+    """
+    widths = list(natural)
+    for floor in floors:
+        while sum(widths) > room:
+            above = [i for i, w in enumerate(widths) if w > floor[i]]
+            if not above:
+                break
+            widest = max(above, key=lambda i: widths[i])
+            widths[widest] -= 1
+    return widths
 
 
 def fitted_table(
@@ -112,53 +113,95 @@ def fitted_table(
     rows: list[Row],
     *,
     names: int = 1,
+    kinds: list[str] | None = None,
 ) -> Table:
     """A table of text cells that fits ``console``'s width without cutting anything.
 
-    The first ``names`` columns hold names (left-aligned, wrapped when the table
-    is too wide: see :func:`wrap_name`); the others hold short values
-    (right-aligned, never wrapped). Each row is ``(cells, style)``;
-    :data:`SECTION` draws a rule. Cells are plain text, never rich markup.
+    ``kinds`` gives each column's kind (see :mod:`monsearch.commands.cells`:
+    name, id, path, number, status, text); by default the first ``names``
+    columns are names and the others numbers. When the table is too wide, the
+    columns are narrowed in rounds, widest first within a round: first only
+    headers wrap (at spaces and hyphens), then text columns down to a
+    comfortable width, then names, paths and values, then text columns down to
+    their minimum, then identifiers; a number or a
+    status word is never cut, a path is shortened from the left keeping the
+    tail that tells the rows apart. Each row
+    is ``(cells, style)``; :data:`SECTION` draws a rule. Cells are plain text,
+    never rich markup.
     """
-    target = console.width
+    kinds = kinds or [cells.NAME] * names + [cells.NUMBER] * (len(headers) - names)
+    if len(kinds) != len(headers) or not set(kinds) <= set(cells.KINDS):
+        raise ValueError(f"one kind of {cells.KINDS} per column, got {kinds}")
+    body = [row for row in rows if row is not SECTION]
+    columns = [[row[0][i] for row in body] for i in range(len(headers))]
+    natural = [
+        max([cells.natural_width(c) for c in col] + [cells.natural_width(h)], default=1)
+        for h, col in zip(headers, columns, strict=True)
+    ]
+    minimum = [
+        cells.min_width(k, h, col) for k, h, col in zip(kinds, headers, columns, strict=True)
+    ]
+    # Round 0 wraps headers only; then the kinds give way in cells.SHRINK_ROUNDS.
+    floor = [
+        max(lo, max((cells.natural_width(c) for c in col), default=1))
+        for lo, col in zip(minimum, columns, strict=True)
+    ]
+    floors = [floor]
+    for shrink in cells.SHRINK_ROUNDS:
+        floor = [
+            min(f, max(lo, shrink[k])) if k in shrink else f
+            for k, lo, f in zip(kinds, minimum, floor, strict=True)
+        ]
+        floors.append(floor)
 
-    def build(name_width: int | None) -> Table:
-        table = Table(
-            title=Text(title),
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            show_edge=False,
-            pad_edge=False,
-            collapse_padding=True,
-        )
+    def build(widths: list[int] | None) -> Table:
+        table = _table(title)
         for i, header in enumerate(headers):
-            if i < names:
-                table.add_column(header, overflow="fold", min_width=MIN_NAME_WIDTH)
-            else:
-                table.add_column(header, justify="right", no_wrap=True)
+            kind = kinds[i]
+            width = None if widths is None else widths[i]
+            fixed = kind in (cells.NUMBER, cells.STATUS)
+            table.add_column(
+                header if width is None else cells.layout_header(header, width),
+                justify="right" if kind == cells.NUMBER else "left",
+                no_wrap=fixed,
+                overflow="ellipsis" if fixed else "fold",
+                min_width=minimum[i],
+                width=width,
+            )
         for row in rows:
             if row is SECTION:
                 table.add_section()
                 continue
-            cells, style = row
-            texts = [
-                Text(c if i >= names or name_width is None else wrap_name(c, name_width))
-                for i, c in enumerate(cells)
-            ]
-            table.add_row(*texts, style=style)
+            texts, style = row
+            table.add_row(
+                *(
+                    Text(c if widths is None else cells.layout(kinds[i], c, widths[i]))
+                    for i, c in enumerate(texts)
+                ),
+                style=style,
+            )
         return table
 
     table = build(None)
-    natural = _natural_width(table)
-    if natural > target:
-        longest = max(
-            len(cell)
-            for row in rows
-            if row is not SECTION
-            for cell in row[0][:names] + headers[:names]
-        )
-        table = build(max(MIN_NAME_WIDTH, longest - math.ceil((natural - target) / names)))
-    table.min_width = min(len(title), target)
+    room = console.width - _overhead(len(headers))
+    if sum(natural) > room:
+        widths = _allot(natural, floors, room)
+
+        def laid_width(i: int, width: int) -> int:
+            return max(
+                [cells.natural_width(cells.layout(kinds[i], c, width)) for c in columns[i]]
+                + [cells.natural_width(cells.layout_header(headers[i], width))]
+            )
+
+        # A column whose cells wrapped narrower than its share gives the rest back,
+        # to the most squeezed columns first.
+        laid = [laid_width(i, w) for i, w in enumerate(widths)]
+        for i in sorted(range(len(laid)), key=lambda i: laid[i] - natural[i]):
+            spare = room - sum(laid)
+            if spare > 0 and laid[i] < natural[i]:
+                laid[i] = laid_width(i, laid[i] + spare)
+        table = build(laid)
+    table.min_width = min(len(title), console.width)
     return table
 
 

@@ -735,6 +735,8 @@ def trajectory_cmd(
     click.echo(render_trajectory(traj, clip=clip, labels=not no_labels))
 
 
+from monsearch.commands.corpus_export import export_cmd  # noqa: E402
 from monsearch.commands.synth import synth  # noqa: E402
 
 corpus.add_command(synth)
+corpus.add_command(export_cmd)

@@ -17,6 +17,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from monsearch.commands import cells
 from monsearch.commands.consoles import (
     Row,
     fitted_table,
@@ -217,7 +218,8 @@ def runs_cmd(runs_dir: Path | None, as_json: bool) -> None:
             )
         )
     headers = ["run", "corpus", "created (UTC)", "evals", "best", "selected", "status"]
-    console.print(fitted_table(console, f"runs in {root}/", headers, rows, names=2))
+    kinds = [cells.ID, cells.NAME] + [cells.NUMBER] * 4 + [cells.STATUS]
+    console.print(fitted_table(console, f"runs in {root}/", headers, rows, kinds=kinds))
     print_note(console, RUNS_NOTE)
 
 

@@ -7,7 +7,6 @@ come from the plugin code, so they are the ones users of the plugin get.
 
 from __future__ import annotations
 
-import glob
 import importlib
 import json
 import sys
@@ -18,12 +17,16 @@ from typing import Any
 
 import click
 
-from monsearch.commands.consoles import stdout_console
+from monsearch.commands.consoles import Row, fitted_table, print_note, stdout_console
+from monsearch.commands.score_inputs import (
+    error_text,
+    expand_inputs,
+    read_documents,
+    read_stdin,
+)
+from monsearch.corpora.errors import InputError
 from monsearch.errors import MonsearchError
 
-#: File name of a trajectory in a StealthBench results tree (its other JSON files are
-#: verdicts and metadata, not trajectories).
-STEALTHBENCH_FILE = "trajectory.atif.json"
 EXIT_UNREADABLE = 1
 
 
@@ -54,58 +57,6 @@ def load_monitor(ref: str, runs_dir: Path | None, keep: list[Any]) -> Any:
     if src not in sys.path:
         sys.path.insert(0, src)
     return importlib.import_module(package)
-
-
-def _is_glob(text: str) -> bool:
-    return any(c in text for c in "*?[")
-
-
-def expand_inputs(args: tuple[str, ...]) -> Iterator[tuple[str, Path | None, str | None]]:
-    """``(name, path or None for stdin, error)`` for every input named on the command line."""
-    for arg in args:
-        if arg == "-":
-            yield "-", None, None
-            continue
-        path = Path(arg)
-        if not path.exists() and _is_glob(arg):
-            matches = sorted(glob.glob(arg, recursive=True))
-            if not matches:
-                yield arg, None, "no file matches this pattern"
-            for m in matches:
-                yield from expand_inputs((m,))
-            continue
-        if path.is_dir():
-            sb = sorted(path.rglob(STEALTHBENCH_FILE))
-            files = sb or sorted(
-                p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file()
-            )
-            if not files:
-                yield arg, None, "no .json or .jsonl files in this folder"
-            for f in files:
-                yield str(f), f, None
-            continue
-        if not path.is_file():
-            yield arg, None, "no such file"
-            continue
-        yield arg, path, None
-
-
-def _read_stdin(plugin: Any) -> Iterator[tuple[str, Any]]:
-    data = sys.stdin.buffer.read()
-    try:
-        yield "-", plugin.load(data)
-        return
-    except plugin.InputError as err:
-        first = err
-    lines = [ln for ln in data.splitlines() if ln.strip()]
-    if len(lines) < 2:
-        yield "-", first
-        return
-    for i, line in enumerate(lines, 1):
-        try:
-            yield f"-:{i}", plugin.load(line)
-        except plugin.InputError as err:
-            yield f"-:{i}", err
 
 
 def _finding_text(f: dict[str, Any]) -> str:
@@ -153,84 +104,115 @@ def score(
 ) -> None:
     """Score trajectories (files, folders, globs, - for stdin) with a monitor.
 
-    One result per trajectory: the score, the decision at the audit budget
-    (audit / tie / pass, from the val benign thresholds) and the top findings.
-    Inputs that cannot be read are reported by name and skipped; the exit code
-    is 1 when any were, 0 otherwise.
+    Reads StealthBench and canonical ATIF files, monsearch corpus records, JSONL
+    of any of them, and all of these zstandard-compressed (.json.zst,
+    .jsonl.zst). One result per trajectory: the score, the decision at the
+    audit budget (audit / tie / pass, from the val benign thresholds) and the
+    top findings. Inputs that cannot be read are reported on stderr, one line
+    each, and skipped; the exit code is 1 when any were, 0 otherwise.
     """
-    from monsearch.strategies.export.display import finding_steps
-
     keep: list[Any] = []
     try:
         plugin = load_monitor(monitor_ref, runs_dir, keep)
-        out = stdout_console()
         unreadable = 0
         rows = []
-        for name, path, problem in expand_inputs(inputs):
-            if problem is not None:
-                items: Any = [(name, problem)]
-            elif path is None:
-                items = _read_stdin(plugin)
-            else:
-                items = plugin.iter_trajectories(path)
-            for label, traj in items:
-                if isinstance(traj, (str, plugin.InputError)):
-                    unreadable += 1
-                    message = str(traj)
-                    # Plain echo: one line per input, never wrapped (scripts grep it).
-                    click.echo(f"skipped {label}: {message}", err=True)
-                    if as_json:
-                        click.echo(json.dumps({"input": label, "error": message}))
-                    continue
-                result = plugin.evaluate(traj)
-                decision = plugin.decide(result.score, budget)
-                found = finding_steps(plugin.findings(traj, top=top)["steps"]) if top else []
-                record = {
-                    "input": label,
-                    "trajectory_id": traj.id,
-                    "score": result.score,
-                    "decision": decision["decision"],
-                    "budget": decision["budget"],
-                    "threshold": decision.get("tau"),
-                    "findings": found,
-                }
-                if "escalate" in decision:
-                    record["escalate"] = decision["escalate"]
-                if result.error:
-                    record["error"] = result.error
+        for label, traj in _trajectories(plugin, inputs):
+            if isinstance(traj, str):
+                unreadable += 1
+                # Plain echo: one line per input, never wrapped (scripts grep it).
+                click.echo(f"skipped {label}: {traj}", err=True)
                 if as_json:
-                    click.echo(json.dumps(record))
-                else:
-                    rows.append(record)
-        if not as_json:
-            _print_table(out, rows, plugin.MONITOR)
+                    click.echo(json.dumps({"input": label, "error": traj}))
+                continue
+            record = _record(plugin, label, traj, budget, top)
+            if as_json:
+                click.echo(json.dumps(record))
+            else:
+                rows.append(record)
+        if rows:
+            _print_table(stdout_console(), rows, plugin.MONITOR)
     finally:
         for tmp in keep:
             tmp.cleanup()
     if unreadable:
-        click.echo(f"{unreadable} input(s) could not be read", err=True)
+        scored = f"; {len(rows)} scored" if rows else "; none scored"
+        click.echo(f"{unreadable} input(s) could not be read{scored}", err=True)
         sys.exit(EXIT_UNREADABLE)
 
 
-def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, Any]) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+def _trajectories(plugin: Any, inputs: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+    """``(name, trajectory or why it could not be read)`` for every input, in order."""
+    for name, path, problem in expand_inputs(inputs):
+        if problem is not None:
+            yield name, problem
+            continue
+        documents = read_stdin() if path is None else read_documents(path, name)
+        for label, doc in documents:
+            if isinstance(doc, InputError):
+                yield label, error_text(doc)
+                continue
+            try:
+                # A dict is read as it is; any other JSON value goes back as JSON text
+                # (as a plain str it would be taken for a path), for the plugin to refuse.
+                yield label, plugin.load(doc if isinstance(doc, dict) else json.dumps(doc).encode())
+            except plugin.InputError as err:
+                yield label, error_text(err, doc)
 
+
+def _record(
+    plugin: Any, label: str, traj: Any, budget: float | None, top: int
+) -> dict[str, Any]:
+    from monsearch.strategies.export.display import finding_steps
+
+    result = plugin.evaluate(traj)
+    decision = plugin.decide(result.score, budget)
+    record = {
+        "input": label,
+        "trajectory_id": traj.id,
+        "score": result.score,
+        "decision": decision["decision"],
+        "budget": decision["budget"],
+        "threshold": decision.get("tau"),
+        "findings": finding_steps(plugin.findings(traj, top=top)["steps"]) if top else [],
+    }
+    if "escalate" in decision:
+        record["escalate"] = decision["escalate"]
+    if result.error:
+        record["error"] = result.error
+    return record
+
+
+SCORE_NOTE = (
+    "score: the monitor's suspicion (higher: more likely an OPSEC failure); decision at the "
+    "audit budget (the share of benign runs audited): audit when the score is above the "
+    "threshold that flags that share of the val benign runs, pass below it, tie at it; top "
+    "findings: the steps that raised the score most, with the raise."
+)
+
+
+def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, Any]) -> None:
+    from monsearch.commands import cells
     from monsearch.strategies.export.display import percent
 
-    table = Table(title=f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})")
-    table.add_column("trajectory")
-    table.add_column("score", justify="right")
-    table.add_column("decision")
-    table.add_column("top findings")
+    table_rows: list[Row] = []
     for r in rows:
         decision = r["decision"] + (" (escalate)" if r.get("escalate") else "")
         if r.get("error"):
             decision += " [program error: fallback score]"
-        table.add_row(
-            escape(r["input"]),
-            f"{r['score']:.4g}",
-            f"{decision} @ {percent(r['budget'])}",
-            escape("\n".join(_finding_text(f) for f in r["findings"]) or "-"),
+        table_rows.append(
+            (
+                [
+                    r["input"],
+                    f"{r['score']:.4g}",
+                    decision,
+                    "\n".join(_finding_text(f) for f in r["findings"]) or "-",
+                ],
+                "bold" if r["decision"] == "audit" else None,
+            )
         )
-    console.print(table)
+    title = f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})"
+    # One budget for every row: it goes in the header, not in each cell.
+    headers = ["trajectory", "score", f"decision at {percent(rows[0]['budget'])}", "top findings"]
+    kinds = [cells.PATH, cells.NUMBER, cells.STATUS, cells.TEXT]
+    console.print(fitted_table(console, title, headers, table_rows, kinds=kinds))
+    print_note(console, SCORE_NOTE)
