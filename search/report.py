@@ -400,14 +400,21 @@ def _metrics_html(fj: dict[str, Any], fitness_low: float | None) -> str:
     def row(name: str, a: Any, b: Any) -> list[str]:
         return [_e(name), _num(a)] + ([_num(b)] if has_true else [])
 
+    view = fj.get("view") or "plain"
+    plain_m, plain_t = fj.get("metrics_plain") or {}, fj.get("metrics_true_plain") or {}
     summary = [
-        row("val budget-AUC (fitness)", fj.get("fitness"), tb.get("aggregate")),
+        row(f"val budget-AUC (fitness, {view})", fj.get("fitness"), tb.get("aggregate")),
         row(f"worst dimension ({pb.get('worst_dimension') or '–'})", pb.get("worst"), tb.get("worst")),
         row("pooled BAUC", panel.get("bauc_pooled"), true.get("bauc_pooled")),
         row("BAUC of chance", panel.get("chance_bauc"), true.get("chance_bauc")),
         row("AUROC", panel.get("auroc"), true.get("auroc")),
         row(f"pAUC (FPR ≤ {panel.get('pauc_max_fpr', '')})", panel.get("pauc"), true.get("pauc")),
     ]
+    if view != "plain" and plain_m:
+        # The unweighted figure beside the invariant one: what the corpus's own rates say.
+        summary.insert(1, row("val budget-AUC, plain (the corpus's own rates)",
+                              (plain_m.get("bauc") or {}).get("aggregate"),
+                              (plain_t.get("bauc") or {}).get("aggregate")))
     if fitness_low is not None:
         summary.insert(1, [_e("bootstrap 5th percentile"), _num(fitness_low)]
                        + (["–"] if has_true else []))

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cli_support import run_main
 from sealed_support import fake_scorer, make_run, shared_corpus
@@ -89,6 +90,60 @@ def test_json_output_and_report_files(real_report):
     assert test["panel"]["transferred"]["per_task"]
     md = (out / "report.md").read_text()
     assert "## Summary" in md and "Per task" in md and "true: recalibrated" in md
+    # Shifted base rates: a reweighting of the very runs scored above, in every format.
+    assert report["val"]["views"]["panel"]["view"] == report["evaluation"]["fitness"]
+    for name, c in report["corpora"].items():
+        for label in ("panel", "true"):
+            shifted = c[label]["shifted"]
+            assert set(shifted) == {"flat", "inverted"}, name
+            for view in shifted.values():
+                assert {"transferred", "recalibrated", "loss_vs_val"} <= set(view)
+                assert view["excluded_runs"] <= c["n"]
+    assert "## Under shifted base rates" in md and "inverted: from val / recal." in md
+    assert "Under shifted base rates" in (out / "report.html").read_text()
+
+
+def test_shifted_views_reweight_only():
+    """Counts, plain figures and the scores are the same with and without the views;
+    the views change weights only, and a cell-only score gets chance under the
+    flattened one."""
+    from dataclasses import replace
+
+    from monsearch.eval.costs import CostModel
+    from monsearch.eval.metrics import budget_grid
+    from monsearch.eval.sealed import Options, ScoredSplit, evaluate_targets
+
+    rng = np.random.default_rng(0)
+
+    def split(name, n):
+        task = rng.integers(0, 6, n)
+        outcome = rng.integers(0, 3, n)
+        rate = np.linspace(0.1, 0.9, 18)[task * 3 + outcome]
+        y = rng.random(n) < rate
+        scores = np.round(rng.normal(size=n) + y + 2 * rate, 1)
+        cells = np.array([f"t{t}|{o}" for t, o in zip(task, outcome, strict=True)])
+        dims = np.array([f"d{t % 3}" for t in task])
+        return ScoredSplit(name, scores, {"panel": y}, dims, np.array([f"t{t}" for t in task]),
+                           cells=cells), rate
+
+    (val, _), (target, rate) = split("val", 3000), split("test", 2500)
+    opts = Options(fitness="invariant")
+    with_views = evaluate_targets(val, {"test": target}, opts, CostModel(), rules=())
+    without = evaluate_targets(
+        replace(val, cells=None), {"test": replace(target, cells=None)}, opts, CostModel(), rules=()
+    )
+    a, b = with_views["corpora"]["test"], without["corpora"]["test"]
+    assert "shifted" not in b["panel"]
+    for key in ("transferred", "recalibrated", "loss_vs_val"):
+        assert a["panel"][key] == b["panel"][key]
+    assert a["n"] == b["n"] == target.scores.size
+    # A score that only knows each run's cell: chance once the cells are flattened.
+    lookup = replace(target, scores=rate)
+    flat = evaluate_targets(val, {"test": lookup}, opts, CostModel(), rules=())
+    rc = flat["corpora"]["test"]["panel"]["shifted"]["flat"]["recalibrated"]["bauc"]
+    grid = budget_grid(0.01, 0.10)
+    chance = float(np.sum((grid[1:] + grid[:-1]) / 2 * np.diff(np.log(grid))) / np.log(10))
+    assert rc["aggregate"] == pytest.approx(chance, abs=1e-9)
 
 
 def test_html_is_self_contained(real_report):

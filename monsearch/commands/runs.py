@@ -563,7 +563,11 @@ def show_cmd(run_ref: str, program: str, runs_dir: Path | None, as_json: bool) -
                                        if r.sandbox_status and r.sandbox_status != r.status else ""),
         None if r.ok else "red")
     if r.ok:
-        _kv(console, "fitness", f"{r.fitness:.4f} val budget-AUC")
+        fj = r.fitness_json or {}
+        view = fj.get("view") or "plain"
+        plain = ((fj.get("metrics_plain") or {}).get("bauc") or {}).get("aggregate")
+        beside = f"; plain (the corpus's own rates) {plain:.4f}" if view != "plain" and plain else ""
+        _kv(console, "fitness", f"{r.fitness:.4f} val budget-AUC, {view}{beside}")
     else:
         dup = r.artifacts.get("duplicate_of")
         why = ((r.fitness_json or {}).get("reason") or r.artifacts.get("proposal_error")

@@ -78,7 +78,7 @@ def test_cmd(
     """
     from monsearch.commands.paths import ensure_writable_dir
     from monsearch.eval.costs import load_costs
-    from monsearch.eval.report import report_json, summary_table, write_report
+    from monsearch.eval.report import report_json, shifted_table, summary_table, write_report
     from monsearch.eval.sealed import run_sealed_test
     from monsearch.search.runs import resolve_run
 
@@ -138,6 +138,26 @@ def test_cmd(
         "the nominal budget; recalibrated: thresholds set on the corpus's own benign runs. "
         "True-label BAUC is recalibrated. Loss vs val: from val / recalibrated.",
     )
+    shifted_headers, shifted_rows = shifted_table(report)
+    if shifted_rows:
+        view = ((report.get("val") or {}).get("views") or {}).get("panel", {}).get("view", "plain")
+        console.print(
+            fitted_table(
+                console,
+                "under shifted base rates (each corpus reweighted, nothing re-run)",
+                shifted_headers,
+                [(r, None) for r in shifted_rows],
+                kinds=["name", "number", "number", "number", "number", "text"],
+            )
+        )
+        print_note(
+            console,
+            "Flattened: every task x outcome cell at one failure share; inverted: each "
+            "cell's failure share mirrored around one half, so a monitor that scores which "
+            "task was solved rather than what the agent did loses. From val / recalibrated "
+            f"thresholds; val under the run's fitness ({view}); worst loss: val minus the "
+            "worse figure. Cells left out: pure cells (one class only).",
+        )
     for note in report.get("notes", [])[:3]:
         console.print(f"note: {note}", markup=False)
     if len(report.get("notes", [])) > 3:
