@@ -292,22 +292,32 @@ def test_endpoint_error_texts_are_scrubbed(stub, train, caplog):
     assert plain.error.endswith("HTTP 400: context too long")
 
 
-def test_the_lineage_keeps_no_trace_of_the_key(tmp_path, small_corpus):
+def test_the_lineage_records_refusals_and_keeps_no_trace_of_the_key(tmp_path, small_corpus):
     # A real search: answers echo the key in several encodings, an error body echoes it
-    # too; nothing of it may reach any file of the run.
+    # too; nothing of it may reach any file of the run. One answer is over the [llm] cap.
     echoes = [ECHOES[k] for k in ("reversed", "base64 at offset 2", "hex", "percent-encoded")]
     replies = [Reply.text(f"Idea: {e}\n" + REWRITE) for e in echoes]
     replies.append(Reply.status(500, f"upstream said {ECHOES['url-safe base64']}"))
+    huge = REWRITE + "<think>" * 150_000
+    replies.append(Reply.text(huge))
+    config = tmp_path / "llm.toml"
+    config.write_text("[llm]\nmax_answer_chars = 20000\n")
     with StubLLMServer(api_key=KEY, default=Reply.text(REWRITE)) as server:
         server.script(*replies)
         runs = tmp_path / "runs"
         evolve(
             runs, small_corpus, "--proposer", "llm", "--llm-model", "stub-coder",
             "--llm-base-url", server.base_url, "--optuna-trials", "0", "--batch", "1",
-            run_id="leak", budget=2 + len(replies) + 1, env=_env(MONSEARCH_LLM_API_KEY=KEY),
+            "--config", str(config), run_id="leak", budget=2 + len(replies) + 1,
+            env=_env(MONSEARCH_LLM_API_KEY=KEY),
         )  # fmt: skip
     with LineageStore(runs / "leak" / "lineage.sqlite", readonly=True) as store:
         records = store.records()
+    (capped,) = [r for r in records if "over the cap" in r.artifacts.get("proposal_error", "")]
+    assert capped.artifacts["proposal_error"].startswith(
+        f"the answer is {len(huge):,} characters, over the cap of 20,000"
+    )
+    assert capped.source is None and capped.artifacts["raw_response"] == huge[:20_000]
     withheld = [r for r in records if "not parsed" in r.artifacts.get("proposal_error", "")]
     assert len(withheld) == len(echoes)
     assert all(r.artifacts["raw_response"].startswith("[withheld:") for r in withheld)
