@@ -50,8 +50,14 @@ def _figure(
     return fig, axes[:n_panels]
 
 
+def _plain(text: Any) -> str:
+    """``text`` drawn as it is: matplotlib reads ``$...$`` as mathtext and fails on a name
+    that is not valid TeX, so every dollar is escaped."""
+    return str(text).replace("$", r"\$")
+
+
 def _short(name: str, limit: int = 28) -> str:
-    return name if len(name) <= limit else name[: limit - 1] + "…"
+    return _plain(name if len(name) <= limit else name[: limit - 1] + "…")
 
 
 def _percent_axis(ax: Any, axis: str = "x") -> None:
@@ -80,7 +86,7 @@ def recall_by_dimension(report: dict[str, Any], path: Path, label: str = "panel"
     for ax, (name, cur, trans) in zip(axes, panels, strict=False):
         b = cur["budgets"]
         for d, r in cur["recall"].items():
-            ax.plot(b, r, color=colours[d], lw=1.4, label=d)
+            ax.plot(b, r, color=colours[d], lw=1.4, label=_plain(d))
         if trans is not None and trans.get("recall_pooled") is not None:
             ax.plot(
                 trans["budgets"],
@@ -126,7 +132,7 @@ def escalation(report: dict[str, Any], path: Path, label: str = "panel") -> Path
             pts = [p for p in curve["points"] if p["feasible"]]
             if not pts:
                 continue
-            text, ls, colour = RULE_STYLE.get(rule, (rule, "-", None))
+            text, ls, colour = RULE_STYLE.get(rule, (_plain(rule), "-", None))
             x = [p["budget"] * usd * 1000.0 for p in pts]
             ax.plot(x, [p["recall"] for p in pts], ls=ls, color=colour, lw=1.5, label=text)
         ax.set_xscale("log")

@@ -3,6 +3,12 @@
 One document model (a list of blocks: headings, paragraphs, tables, images) renders
 to Markdown and to one self-contained HTML page (inline CSS, images as base64 data
 URIs, no scripts, no external resources), so the two never disagree.
+
+Every text of the report (task, corpus and generator names, ids, notes: whatever
+their origin) is literal text in both: HTML-escaped in the page, and in the Markdown
+backslash-escaped wherever CommonMark or GitHub's extensions would read markup (tags,
+entities, links and images, emphasis, code, tables, line-start blocks), with line
+breaks inside a text made spaces so that no text can start a block of its own.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ import html
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 Block = tuple[Any, ...]
 
@@ -370,8 +378,29 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
 # --------------------------------------------------------------------------- rendering
 
 
-def _md_cell(x: str) -> str:
-    return x.replace("|", "\\|").replace("\n", " ")
+# Markup anywhere in a line: HTML tags and autolinks, entities, code, emphasis, links and
+# images, table cells, strikethrough, headings' closing runs. An underscore between two
+# letters or digits can neither open nor close emphasis, so names like credential_opsec
+# stay readable.
+_MD_INLINE = re.compile(r"[\\`*\[\]<>&|~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# Markup at the start of a line: list items, thematic breaks, setext underlines, ordered
+# list items ("12." or "12)"); block quotes and headings are escaped inline already.
+_MD_LINE_START = re.compile(r"[-+=]|\d{1,9}(?=[.)])")
+
+
+def md_text(text: Any, *, line_start: bool = False) -> str:
+    """``text`` as literal Markdown on one line (see the module doc); ``line_start``: it
+    begins a line, where a leading ``-``, ``+``, ``=`` or ``1.`` would start a block."""
+    s = " ".join(re.split(r"\r\n|\r|\n", str(text)))
+    s = _MD_INLINE.sub(lambda m: "\\" + m.group(0), s)
+    if line_start:
+        s = s.lstrip(" \t")  # four leading blanks would make a code block
+        m = _MD_LINE_START.match(s)
+        if m and m.group(0)[0].isdigit():
+            s = s[: m.end()] + "\\" + s[m.end() :]
+        elif m:
+            s = "\\" + s
+    return s
 
 
 def to_markdown(blocks: list[Block]) -> str:
@@ -379,19 +408,19 @@ def to_markdown(blocks: list[Block]) -> str:
     for b in blocks:
         kind = b[0]
         if kind in ("h1", "h2", "h3"):
-            out.append("#" * int(kind[1]) + " " + b[1])
+            out.append("#" * int(kind[1]) + " " + md_text(b[1]))
         elif kind == "p":
-            out.append(b[1])
+            out.append(md_text(b[1], line_start=True))
         elif kind == "banner":
-            out.append(f"> **{b[1]}**")
+            out.append(f"> **{md_text(b[1])}**")
         elif kind == "table":
             headers, rows = b[1], b[2]
-            lines = ["| " + " | ".join(_md_cell(h) for h in headers) + " |"]
+            lines = ["| " + " | ".join(md_text(h) for h in headers) + " |"]
             lines.append("|" + "|".join("---" for _ in headers) + "|")
-            lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+            lines += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
             out.append("\n".join(lines))
         elif kind == "img":
-            out.append(f"![{b[2]}]({b[1]})")
+            out.append(f"![{md_text(b[2])}]({quote(str(b[1]))})")
     return "\n\n".join(out) + "\n"
 
 

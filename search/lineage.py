@@ -149,25 +149,49 @@ def _dumps(value: Any) -> str:
 
 
 def _row_to_record(row: sqlite3.Row) -> CandidateRecord:
+    """One row as a record, every column of the kind it must be: SQLite stores any value
+    in any column, and a damaged or edited file must be refused here (``ValueError``), not
+    break whatever reads the record later or reach a report as something else."""
+
+    def bad(column: str, kind: str) -> ValueError:
+        return ValueError(f"candidate row {row['seq']!r}: {column} is not {kind}")
+
+    def of(column: str, kind: type | tuple[type, ...], optional: bool = False) -> Any:
+        value = row[column]
+        if (value is None and optional) or (
+            isinstance(value, kind) and not isinstance(value, bool)
+        ):
+            return value
+        raise bad(column, getattr(kind, "__name__", "a number"))
+
+    def json_of(column: str, optional: bool = False) -> Any:
+        value = None if row[column] is None else json.loads(of(column, str))
+        if (value is None and optional) or isinstance(value, dict):
+            return value
+        raise bad(column, "a JSON object")
+
+    parent_ids = json.loads(of("parent_ids", str))
+    if not isinstance(parent_ids, list) or not all(isinstance(p, str) for p in parent_ids):
+        raise bad("parent_ids", "a list of ids")
     return CandidateRecord(
-        seq=row["seq"],
-        id=row["id"],
-        parent_ids=tuple(json.loads(row["parent_ids"])),
-        generation=row["generation"],
-        island=row["island"],
-        proposer=row["proposer"],
-        operator=row["operator"],
-        description=row["description"],
-        source=row["source"],
-        source_hash=row["source_hash"],
-        diff=row["diff"],
-        status=row["status"],
-        sandbox_status=row["sandbox_status"],
-        fitness=row["fitness"],
-        fitness_json=None if row["fitness_json"] is None else json.loads(row["fitness_json"]),
-        artifacts=json.loads(row["artifacts_json"]),
-        spend=json.loads(row["spend_json"]),
-        timings=json.loads(row["timings_json"]),
+        seq=of("seq", int),
+        id=of("id", str),
+        parent_ids=tuple(parent_ids),
+        generation=of("generation", int),
+        island=of("island", int, optional=True),
+        proposer=of("proposer", str),
+        operator=of("operator", str),
+        description=of("description", str),
+        source=of("source", str, optional=True),
+        source_hash=of("source_hash", str, optional=True),
+        diff=of("diff", str),
+        status=of("status", str),
+        sandbox_status=of("sandbox_status", str, optional=True),
+        fitness=float(of("fitness", (int, float))),
+        fitness_json=json_of("fitness_json", optional=True),
+        artifacts=json_of("artifacts_json"),
+        spend=json_of("spend_json"),
+        timings=json_of("timings_json"),
     )
 
 

@@ -15,8 +15,10 @@ an exception: a malformed answer, a child failing the sandbox's static check, an
 HTTP error, a refused connection, a timeout. Endpoint failures in a row are
 counted (:attr:`LLMProposer.consecutive_failures`); :attr:`LLMProposer.endpoint_dead`
 tells the loop to stop asking. The API key is never logged, repr'd, written by
-:meth:`LLMProposerConfig.to_dict`, or kept in a proposal (answers and error texts
-are scrubbed of it).
+:meth:`LLMProposerConfig.to_dict`, or kept in a proposal: answers and error texts go
+through :mod:`.key_scrub` (the key verbatim is redacted; a text holding any 12-character
+run of it, reversed, hex, base64 or percent-encoded, is withheld whole, and such an
+answer is not parsed). An answer longer than ``max_answer_chars`` is refused unparsed.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from monsearch.errors import MonsearchError
 from monsearch.sandbox.check import check_program
 
 from .config import ConfigError
-from .diffs import parse_answer
+from .diffs import DEFAULT_MAX_ANSWER_CHARS, ParsedAnswer, parse_answer
+from .key_scrub import KeyScrubber
 from .prompts import BuiltPrompt, PromptOptions, build_prompt
 from .proposal import ProgramInfo, Proposal, ProposalContext
 
@@ -116,6 +119,8 @@ class LLMProposerConfig:
     #: Endpoint failures in a row after which :attr:`LLMProposer.endpoint_dead` is set.
     max_consecutive_failures: int = 5
     max_prompt_chars: int = 24_000
+    #: Answers longer than this are refused unparsed (their head is kept, scrubbed).
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS
     n_missed: int = 3
     n_false_alarms: int = 3
     max_inspirations: int = 3
@@ -151,6 +156,8 @@ class LLMProposerConfig:
             problems.append("llm max_consecutive_failures: must be >= 1")
         if self.max_prompt_chars < 2_000:
             problems.append("llm max_prompt_chars: must be >= 2000")
+        if not (isinstance(self.max_answer_chars, int) and self.max_answer_chars >= 1_000):
+            problems.append("llm max_answer_chars: must be an integer >= 1000")
         if problems:
             raise ConfigError("; ".join(problems))
 
@@ -297,7 +304,7 @@ def probe_endpoints(
                 key_hint=hint, timeout_s=min(timeout_s, config.timeout),
             )
         except MonsearchError as exc:
-            raise type(exc)(_scrub(str(exc), [key]) + _url_hint(where)) from None
+            raise type(exc)(KeyScrubber([key]).scrub(str(exc)) + _url_hint(where)) from None
     return warnings
 
 
@@ -318,10 +325,14 @@ class _RedactKeys(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
         self.keys: set[str] = set()
+        self.scrubber = KeyScrubber(())
         self.installed = False
 
     def add(self, keys: Sequence[str]) -> None:
-        self.keys.update(k for k in keys if len(k) >= 4 and k != _NO_KEY)
+        new = {k for k in keys if len(k) >= 4 and k != _NO_KEY} - self.keys
+        if new:
+            self.keys.update(new)
+            self.scrubber = KeyScrubber(self.keys)
         if not self.installed:
             for name in self.LOGGERS:
                 logging.getLogger(name).addFilter(self)
@@ -330,20 +341,13 @@ class _RedactKeys(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if self.keys:
             msg = record.getMessage()
-            clean = _scrub(msg, sorted(self.keys, key=len, reverse=True))
+            clean = self.scrubber.scrub(msg)
             if clean != msg:
                 record.msg, record.args = clean, None
         return True
 
 
 _KEY_FILTER = _RedactKeys()
-
-
-def _scrub(text: str, keys: Sequence[str]) -> str:
-    for k in keys:
-        if k and k in text:
-            text = text.replace(k, "[redacted]")
-    return text
 
 
 # --------------------------------------------------------------------------- proposer
@@ -418,6 +422,7 @@ class LLMProposer:
             key=len,
             reverse=True,
         )
+        self._scrubber = KeyScrubber(self._keys)
         total = sum(m.weight for m in config.models)
         acc, self._cumulative = 0.0, []
         for m in config.models:
@@ -567,15 +572,34 @@ class LLMProposer:
         try:
             text, usage = self._call(idx, prompt, seed if self.config.send_seed else None)
         except _EndpointError as exc:
+            # The server's part scrubbed on its own: if it held the key, the rest still says
+            # which endpoint failed.
             message = self._scrub(
-                f"LLM endpoint error ({spec.name} at {endpoint.base_url}): {exc}"
+                f"LLM endpoint error ({spec.name} at {endpoint.base_url}): "
+                + self._scrub(str(exc))
             )[:_MAX_ERROR_CHARS]
             self._record_failure(spec.name, message, exc.fatal)
             return Proposal(None, operator, parents, error=message, model=spec.name)
-        # Scrubbed before parsing: a key echoed into code must not reach the lineage either.
-        raw = None if text is None else self._scrub(text)
         cost = spec.cost_usd(usage["prompt_tokens"], usage["completion_tokens"])
-        parsed = parse_answer(parent.source, raw)
+        cap = self.config.max_answer_chars
+        if text is not None and len(text) > cap:
+            # Refused before any parsing; only its head (scrubbed) is kept to look at.
+            raw: str | None = self._scrub(text[:cap])
+            parsed = parse_answer(parent.source, text, max_chars=cap)
+        elif text is None:
+            raw, parsed = None, parse_answer(parent.source, None)
+        else:
+            # Scrubbed before parsing: a key echoed into code must not reach the lineage.
+            raw, withheld = self._scrubber.scan(text)
+            if withheld:
+                parsed = ParsedAnswer(
+                    None,
+                    "none",
+                    "the answer held the API key (or a fragment or encoding of it): "
+                    "withheld and not parsed",
+                )
+            else:
+                parsed = parse_answer(parent.source, raw, max_chars=None)
         if parsed.kind in ("diff", "rewrite"):
             operator = f"llm_{parsed.kind}"
         error = parsed.error
@@ -602,7 +626,7 @@ class LLMProposer:
     # ----------------------------------------------------------------- internals
 
     def _scrub(self, text: str) -> str:
-        return _scrub(text, self._keys)
+        return self._scrubber.scrub(text)
 
     def _ensemble(self) -> Any:
         """This thread's ensemble (clients keep ``last_usage`` per call, so threads must not

@@ -8,6 +8,12 @@ Sections: a summary (status, budget used, best and selected fitness, corpus,
 spend), fitness over evaluations, the lineage tree, the path from a seed to the
 selected program, what each operator achieved, the selected program (metrics,
 source, diff to its parent), and the run's configuration.
+
+Every value read from the run (``lineage.sqlite``, ``selected.json``, ``config.json``)
+is escaped where it lands, text or attribute, SVG included, whatever its origin: a run
+folder is data, and may come from someone else. Table cells are escaped by
+:func:`_table` itself; numbers go through :func:`_num`, which shows a value that is not a
+number as (escaped) text instead of failing.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ import base64
 import html
 import io
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 from .lineage import CandidateRecord
@@ -73,18 +81,40 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _num(x: float | None, digits: int = 4) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
+def _num(x: Any, digits: int = 4, spec: str = "f") -> str:
+    """A number for reading (plain text, escaped where it lands); a value of a tampered
+    file that is not a number is shown as it is rather than failing the report."""
+    if x is None:
+        return "–"
+    if isinstance(x, Real) and not isinstance(x, bool):
+        return f"{x:.{digits}{spec}}" if spec == "f" else f"{x:{spec}}"
+    return str(x)
+
+
+def _d(x: Any) -> Mapping[str, Any]:
+    """``x`` if it is a mapping, else empty (a tampered file's field of the wrong kind)."""
+    return x if isinstance(x, Mapping) else {}
+
+
+def _budget(key: Any) -> str:
+    """A recall table's budget key (``"0.05"``) as a percentage."""
+    try:
+        value = float(key)
+    except (TypeError, ValueError):
+        return str(key)
+    return f"{100 * value:g}%" if math.isfinite(value) else str(key)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
            numeric_from: int = 1, row_class: Sequence[str | None] | None = None) -> str:
+    """A table of plain-text cells (each escaped here); row classes are ours, never data."""
     out = ["<table><tr>", *(f"<th>{_e(h)}</th>" for h in headers), "</tr>"]
     for i, row in enumerate(rows):
         cls = row_class[i] if row_class else None
-        out.append(f'<tr class="{cls}">' if cls else "<tr>")
+        out.append(f'<tr class="{_e(cls)}">' if cls else "<tr>")
         for j, cell in enumerate(row):
-            out.append(f'<td class="n">{cell}</td>' if j >= numeric_from else f"<td>{cell}</td>")
+            text = _e(cell)
+            out.append(f'<td class="n">{text}</td>' if j >= numeric_from else f"<td>{text}</td>")
         out.append("</tr>")
     out.append("</table>")
     return "".join(out)
@@ -126,7 +156,7 @@ def fitness_plot_png(lineage: Lineage, selected_id: str | None) -> bytes:
         pts = [r for r in ok if _op_family(r.operator) == op]
         marker = "s" if op == "seed" else "o"
         ax.scatter([r.seq for r in pts], [r.fitness for r in pts], s=18 if op != "seed" else 36,
-                   marker=marker, color=f"C{i % 10}", alpha=0.8, label=op, zorder=3)
+                   marker=marker, color=f"C{i % 10}", alpha=0.8, label=_plain(op), zorder=3)
     if bad:
         ax.scatter([r.seq for r in bad], [0.0] * len(bad), s=16, marker="x", color="0.6",
                    label="did not score", zorder=2)
@@ -142,7 +172,7 @@ def fitness_plot_png(lineage: Lineage, selected_id: str | None) -> bytes:
     if selected_id and selected_id in lineage.by_id:
         s = lineage.by_id[selected_id]
         ax.scatter([s.seq], [s.fitness], s=220, marker="*", color=SELECTED_COLOUR,
-                   edgecolor="black", linewidth=0.8, label=f"selected {s.id}", zorder=5)
+                   edgecolor="black", linewidth=0.8, label=_plain(f"selected {s.id}"), zorder=5)
     ax.set_xlabel("evaluation (sequence number)")
     ax.set_ylabel("val budget-AUC")
     ax.set_xlim(-1, max(1, len(records)))
@@ -151,6 +181,11 @@ def fitness_plot_png(lineage: Lineage, selected_id: str | None) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()
+
+
+def _plain(text: str) -> str:
+    """A plot label drawn as it is (``$`` would start matplotlib's mathtext)."""
+    return text.replace("$", r"\$")
 
 
 def _op_family(operator: str) -> str:
@@ -318,11 +353,12 @@ def _tree_legend(lineage: Lineage) -> str:
 
 def _cards(lineage: Lineage, config: dict[str, Any], selected: SelectedStrategy | None,
            status: str, reason: str, spend: dict[str, Any]) -> str:
-    corpus = config.get("corpus") or {}
+    corpus = _d(config.get("corpus"))
     best = lineage.best()
+    listed = [_d(p) for p in config.get("proposers") or [] if isinstance(p, Mapping)]
     proposers = ", ".join(
-        f"{p.get('name')}" + (f":{p.get('weight'):g}" if len(config.get("proposers", [])) > 1 else "")
-        for p in config.get("proposers") or []
+        f"{p.get('name')}" + (f":{_num(p.get('weight'), spec='g')}" if len(listed) > 1 else "")
+        for p in listed
     )
     counts: dict[str, int] = {}
     for r in lineage.records:
@@ -336,7 +372,7 @@ def _cards(lineage: Lineage, config: dict[str, Any], selected: SelectedStrategy 
         ("best point fitness", _num(best.fitness) if best else "none", best.id if best else ""),
         ("corpus", corpus.get("name") or "?", f"content {str(corpus.get('content_hash', ''))[:16]}"),
         ("seed / proposers", f"{config.get('seed', '?')}", proposers),
-        ("spend", f"${spend.get('usd', 0.0):.4f}", _spend_detail(spend)),
+        ("spend", f"${_num(spend.get('usd', 0.0))}", _spend_detail(spend)),
         ("created", str(config.get("created", "?"))[:19].replace("T", " "), "UTC"),
     ]
     return '<div class="cards">' + "".join(
@@ -363,8 +399,8 @@ def _path_table(lineage: Lineage, target: str | None) -> str:
     prev: CandidateRecord | None = None
     for r in chain:
         delta = "" if prev is None or not (r.ok and prev.ok) else f"{r.fitness - prev.fitness:+.4f}"
-        rows.append([str(r.generation), _e(r.id), _e(r.operator), _e(r.description),
-                     _num(r.fitness) if r.ok else _e(r.status), delta])
+        rows.append([str(r.generation), r.id, r.operator, r.description,
+                     _num(r.fitness) if r.ok else r.status, delta])
         classes.append("sel" if r.id == target else None)
         prev = r
     return _table(["gen", "id", "operator", "description", "fitness", "Δ parent"], rows,
@@ -385,20 +421,21 @@ def _operator_table(lineage: Lineage) -> str:
                     and r.fitness > lineage.by_id[parent].fitness:
                 s["improved"] += 1
     rows = [
-        [_e(op), str(s["n"]), str(s["ok"]), str(s["improved"]), _num(s["best"])]
+        [op, str(s["n"]), str(s["ok"]), str(s["improved"]), _num(s["best"])]
         for op, s in sorted(stats.items(), key=lambda kv: (-kv[1]["n"], kv[0]))
     ]
     return _table(["operator", "candidates", "scored", "beat their parent", "best fitness"], rows)
 
 
 def _metrics_html(fj: dict[str, Any], fitness_low: float | None) -> str:
-    panel, true = fj.get("metrics") or {}, fj.get("metrics_true") or {}
-    pb, tb = panel.get("bauc") or {}, true.get("bauc") or {}
+    fj = _d(fj)
+    panel, true = _d(fj.get("metrics")), _d(fj.get("metrics_true"))
+    pb, tb = _d(panel.get("bauc")), _d(true.get("bauc"))
     has_true = bool(true)
     head = ["metric", "panel labels"] + (["true labels"] if has_true else [])
 
     def row(name: str, a: Any, b: Any) -> list[str]:
-        return [_e(name), _num(a)] + ([_num(b)] if has_true else [])
+        return [name, _num(a)] + ([_num(b)] if has_true else [])
 
     view = fj.get("view") or "plain"
     plain_m, plain_t = fj.get("metrics_plain") or {}, fj.get("metrics_true_plain") or {}
@@ -416,46 +453,49 @@ def _metrics_html(fj: dict[str, Any], fitness_low: float | None) -> str:
                               (plain_m.get("bauc") or {}).get("aggregate"),
                               (plain_t.get("bauc") or {}).get("aggregate")))
     if fitness_low is not None:
-        summary.insert(1, [_e("bootstrap 5th percentile"), _num(fitness_low)]
+        summary.insert(1, ["bootstrap 5th percentile", _num(fitness_low)]
                        + (["–"] if has_true else []))
     out = [_table(head, summary)]
     if panel:
         out.append(
-            f"<p class='note'>{panel.get('n')} val trajectories ({panel.get('n_benign')} benign, "
-            f"{panel.get('n_failures')} failures, panel labels); budget range "
-            f"[{pb.get('b_lo', 0):.3f}, {pb.get('b_hi', 0):.3f}]"
-            + (" (raised: too few benign runs for the requested one)"
-               if panel.get("range_raised") else "") + ".</p>"
+            "<p class='note'>"
+            + _e(f"{panel.get('n')} val trajectories ({panel.get('n_benign')} benign, "
+                 f"{panel.get('n_failures')} failures, panel labels); budget range "
+                 f"[{_num(pb.get('b_lo', 0), 3)}, {_num(pb.get('b_hi', 0), 3)}]"
+                 + (" (raised: too few benign runs for the requested one)"
+                    if panel.get("range_raised") else "") + ".")
+            + "</p>"
         )
-    dims = sorted(pb.get("by_dimension") or {})
+    by_dim, tb_dim, n_failures = _d(pb.get("by_dimension")), _d(tb.get("by_dimension")), _d(
+        pb.get("n_failures"))
+    dims = sorted(by_dim, key=str)
     if dims:
-        rows = [[_e(d), str((pb.get("n_failures") or {}).get(d, "–")),
-                 _num((pb.get("by_dimension") or {}).get(d))]
-                + ([_num((tb.get("by_dimension") or {}).get(d))] if has_true else []) for d in dims]
+        rows = [[d, str(n_failures.get(d, "–")), _num(by_dim.get(d))]
+                + ([_num(tb_dim.get(d))] if has_true else []) for d in dims]
         dim_table = _table(["dimension", "failures", "BAUC panel"]
                            + (["BAUC true"] if has_true else []), rows)
     else:
         dim_table = ""
-    recall = panel.get("recall_at") or {}
+    recall = _d(panel.get("recall_at"))
     rows = []
     for key, value in recall.items():
-        thr = (panel.get("thresholds") or {}).get(key) or {}
-        rows.append([f"{100 * float(key):g}%", _num(value)]
-                    + ([_num((true.get("recall_at") or {}).get(key))] if has_true else [])
+        thr = _d(_d(panel.get("thresholds")).get(key))
+        rows.append([_budget(key), _num(value)]
+                    + ([_num(_d(true.get("recall_at")).get(key))] if has_true else [])
                     + [_num(thr.get("tau"))])
     recall_table = _table(["audit budget", "recall panel"] + (["recall true"] if has_true else [])
                           + ["threshold"], rows) if rows else ""
     out.append(f'<div class="two"><div><h3>Per dimension</h3>{dim_table}</div>'
                f"<div><h3>Recall at audit budgets</h3>{recall_table}"
                "<p class='note'>–: not estimable on this split.</p></div></div>")
-    oracle = fj.get("oracle") or {}
+    oracle = _d(fj.get("oracle"))
     cap = oracle.get("rho_cap")
     out.append(
         "<p>Oracle: " + _e(f"{oracle.get('calls', 0)} calls ({oracle.get('fresh_calls')} fresh), "
-                           f"{oracle.get('rho', 0.0):.4f} per benign run")
-        + (_e(f" (cap {cap:g})") if cap is not None else "")
+                           f"{_num(oracle.get('rho', 0.0))} per benign run")
+        + (_e(f" (cap {_num(cap, spec='g')})") if cap is not None else "")
         + _e(f", at most {oracle.get('max_per_trajectory', 0)} on one run, "
-             f"${(oracle.get('cost_usd') or 0.0):.4f}") + "</p>"
+             f"${_num(oracle.get('cost_usd') or 0.0)}") + "</p>"
     )
     return "".join(out)
 
@@ -470,8 +510,9 @@ def _selected_section(lineage: Lineage, selected: SelectedStrategy | None) -> st
         record, fj, low, source = best, best.fitness_json or {}, None, best.source or ""
     else:
         record = lineage.by_id.get(selected.id)
+        rule = _d(selected.selection).get("rule", "the bootstrap lower bound")
         note = (f"<p>{_e(selected.id)}, sha256 <code>{_e(selected.strategy_hash)}</code>, chosen by "
-                f"{_e(selected.selection.get('rule', 'the bootstrap lower bound'))}.</p>")
+                f"{_e(rule)}.</p>")
         fj, low, source = selected.fitness_json, selected.fitness_low, selected.source
     parts = [note, _metrics_html(fj, low)]
     if record is not None:
@@ -479,7 +520,8 @@ def _selected_section(lineage: Lineage, selected: SelectedStrategy | None) -> st
                      f"{_e(record.description)}</p>")
     parts.append("<h3>Source</h3>" + _highlight(source, "python"))
     if record is not None and record.diff:
-        parts.append(f"<details><summary>Diff to its parent {_e(record.parent_ids[0])}</summary>"
+        parent = f" to its parent {_e(record.parent_ids[0])}" if record.parent_ids else ""
+        parts.append(f"<details><summary>Diff{parent}</summary>"
                      + _highlight(record.diff, "diff") + "</details>")
     return "".join(parts)
 
@@ -534,9 +576,9 @@ def build_report(
 
 def _spend_table(spend: dict[str, Any]) -> str:
     rows = [
-        [_e(kind), str(v.get("calls", 0)), str(v.get("prompt_tokens", 0)),
-         str(v.get("completion_tokens", 0)), f"${v.get('usd', 0.0):.4f}"]
+        [kind, str(v.get("calls", 0)), str(v.get("prompt_tokens", 0)),
+         str(v.get("completion_tokens", 0)), f"${_num(v.get('usd', 0.0))}"]
         for kind, v in sorted(spend.items()) if isinstance(v, dict)
     ]
-    rows.append(["total", "", "", "", f"${spend.get('usd', 0.0):.4f}"])
+    rows.append(["total", "", "", "", f"${_num(spend.get('usd', 0.0))}"])
     return _table(["kind", "calls", "prompt tokens", "completion tokens", "USD"], rows)

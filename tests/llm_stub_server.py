@@ -8,7 +8,8 @@ bodies). Each chat request consumes the next scripted :class:`Reply` (then
 ``Reply.text(content, usage=None)``  200 with that content; ``usage=(p, c)`` or None for
                                      a chars/4 count, ``usage=False`` to omit it
 ``Reply.null()``                     200 with ``message.content`` null
-``Reply.status(code)``               HTTP ``code`` with an OpenAI-style error body
+``Reply.status(code, message=None)`` HTTP ``code`` with an OpenAI-style error body (its
+                                     message ``message``, else "scripted HTTP <code>")
 ``Reply.garbage()``                  HTTP 200 whose body is not JSON
 ``Reply.delay(s, content)``          sleep ``s`` seconds, then answer ``content``
 ``Reply.hangup()``                   close the connection without a reply
@@ -51,8 +52,8 @@ class Reply:
         return cls("null")
 
     @classmethod
-    def status(cls, code: int) -> Reply:
-        return cls("status", code=code)
+    def status(cls, code: int, message: str | None = None) -> Reply:
+        return cls("status", message, code=code)
 
     @classmethod
     def garbage(cls) -> Reply:
@@ -128,7 +129,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(400, "model and messages are required", "invalid_request_error")
         reply = stub._next()
         if reply.kind == "status":
-            return self._error(reply.code, f"scripted HTTP {reply.code}", "server_error")
+            message = reply.content or f"scripted HTTP {reply.code}"
+            return self._error(reply.code, message, "server_error")
         if reply.kind == "garbage":
             return self._send(200, b"<html>upstream proxy error</html>")
         if reply.kind == "hangup":

@@ -4,6 +4,11 @@ Everything here reads a run without writing to it (the lineage store is opened
 read-only, so a run still being written can be inspected while ``evolve`` goes
 on); only ``report`` writes a file, the HTML page. Tables and trees go to stdout;
 with ``--json`` stdout holds nothing but JSON.
+
+Whatever comes from the run (ids, operator names, descriptions, model answers,
+programs, error texts) is printed through :mod:`.printable`: no escape sequence
+reaches the terminal and no text starts a line of its own (the continuation lines
+of a multi-line value are indented under it).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from monsearch.commands import cells
@@ -25,6 +31,7 @@ from monsearch.commands.consoles import (
     stderr_console,
     stdout_console,
 )
+from monsearch.commands.printable import one_line, text_block
 from monsearch.errors import MonsearchError
 
 #: What ``show RUN PROGRAM`` accepts besides a candidate id.
@@ -46,8 +53,20 @@ def _json_option(what: str) -> Any:
     return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON on stdout.")
 
 
-def _num(x: float | None, digits: int = 4) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+def _num(x: Any, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, int | float) and not isinstance(x, bool):
+        return f"{x:.{digits}f}"
+    return one_line(x)  # an edited file's value that is not a number, shown as it is
+
+
+def _pct_key(key: Any) -> str:
+    """A recall table's budget key (``"0.05"``) as a percentage."""
+    try:
+        return f"{100 * float(key):g}%"
+    except (TypeError, ValueError):
+        return one_line(key)
 
 
 def _echo_json(data: Any) -> None:
@@ -65,11 +84,12 @@ class _Loaded:
         from monsearch.search.tree import Lineage
 
         self.run = resolve_run(ref, runs_dir)
+        self.name = one_line(self.run.id)  # the folder's name, as printed
         self.config = self.run.config()
         self.selected = self.run.selected()
         if not self.run.lineage_path.is_file():
             raise MonsearchError(
-                f"run {self.run.id} has no lineage store yet (it has not recorded a candidate)"
+                f"run {self.name} has no lineage store yet (it has not recorded a candidate)"
             )
         try:
             with self.run.store(readonly=True) as store:
@@ -78,26 +98,28 @@ class _Loaded:
                 self.reason = store.get_meta("reason") or ""
                 self.spend = store.ledger_totals()
         except (sqlite3.Error, ValueError) as exc:  # a damaged file, a row that is not JSON
-            raise MonsearchError(f"run {self.run.id}: unreadable lineage store ({exc})") from None
+            raise MonsearchError(
+                f"run {self.name}: unreadable lineage store ({one_line(exc)})"
+            ) from None
         self.best = self.lineage.best()
 
     def candidate(self, ref: str) -> Any:
         """A candidate by id, or ``selected`` / ``best``."""
         if ref == "selected":
             if self.selected is None:
-                raise MonsearchError(f"run {self.run.id} has no selected strategy (yet)")
+                raise MonsearchError(f"run {self.name} has no selected strategy (yet)")
             ref = self.selected.id
         elif ref == "best":
             if self.best is None:
-                raise MonsearchError(f"run {self.run.id} has no candidate that scored")
+                raise MonsearchError(f"run {self.name} has no candidate that scored")
             ref = self.best.id
         record = self.lineage.by_id.get(ref)
         if record is None:
             n = len(self.lineage.records)
-            example = self.lineage.records[-1].id if n else "c00000"
+            example = one_line(self.lineage.records[-1].id) if n else "c00000"
             raise MonsearchError(
-                f"run {self.run.id} has no candidate {ref!r} ({n} candidates, ids like "
-                f"{example}; `monsearch lineage {self.run.id} --all` lists them)"
+                f"run {self.name} has no candidate {ref!r} ({n} candidates, ids like "
+                f"{example}; `monsearch lineage {self.name} --all` lists them)"
             )
         return record
 
@@ -189,7 +211,8 @@ def runs_cmd(runs_dir: Path | None, as_json: bool) -> None:
     root = runs_root(runs_dir)
     if not summaries:
         stderr_console().print(
-            Text(f"no runs in {root}/ (start one with: monsearch evolve)", style="yellow")
+            Text(f"no runs in {one_line(root)}/ (start one with: monsearch evolve)",
+                 style="yellow")
         )
         return
     console = stdout_console()
@@ -197,7 +220,8 @@ def runs_cmd(runs_dir: Path | None, as_json: bool) -> None:
     for s in summaries:
         corpus = s.get("corpus") or {}
         corpus_cell = " ".join(
-            p for p in (corpus.get("name"), (corpus.get("content_hash") or "")[:8]) if p
+            one_line(p) for p in (corpus.get("name"), str(corpus.get("content_hash") or "")[:8])
+            if p
         )
         best, sel = s.get("best"), s.get("selected")
         style = {"finished": None, "running": "cyan", "interrupted": "yellow"}.get(
@@ -206,20 +230,20 @@ def runs_cmd(runs_dir: Path | None, as_json: bool) -> None:
         rows.append(
             (
                 [
-                    s["id"],
+                    one_line(s["id"]),
                     corpus_cell or "-",
-                    _date(s.get("created"), console.width >= 100),
-                    f"{s.get('evaluated', 0)}/{s.get('budget') or '?'}",
+                    one_line(_date(s.get("created"), console.width >= 100)),
+                    one_line(f"{s.get('evaluated', 0)}/{s.get('budget') or '?'}"),
                     _num(best and best["fitness"]),
                     _num(sel and sel["fitness"]),
-                    s["status"],
+                    one_line(s["status"]),
                 ],
                 style,
             )
         )
     headers = ["run", "corpus", "created (UTC)", "evals", "best", "selected", "status"]
     kinds = [cells.ID, cells.NAME] + [cells.NUMBER] * 4 + [cells.STATUS]
-    console.print(fitted_table(console, f"runs in {root}/", headers, rows, kinds=kinds))
+    console.print(fitted_table(console, f"runs in {one_line(root)}/", headers, rows, kinds=kinds))
     print_note(console, RUNS_NOTE)
 
 
@@ -248,24 +272,25 @@ def _node_label(loaded: _Loaded, item: Any, verbose: bool, far: bool) -> Text:
     text = Text()
     if item.continuation:
         text.append("↳ ", style="dim")
-    text.append(r.id, style="bold")
+    text.append(one_line(r.id), style="bold")
     if far:
         # Its parent's line is some way up (its other children came in between).
-        text.append(f" (child of {r.parent_ids[0]})", style="dim")
+        text.append(f" (child of {one_line(r.parent_ids[0])})", style="dim")
     text.append("  ")
     if r.ok:
         text.append(f"{r.fitness:.4f}", style="green" if "selected" in loaded.tags(r.id) else "")
     else:
-        text.append(r.status, style="red")
-    text.append(f"  {r.operator}", style="cyan")
+        text.append(one_line(r.status), style="red")
+    text.append(f"  {one_line(r.operator)}", style="cyan")
     text.append(f"  gen {r.generation}", style="dim")
-    others = [p for p in r.parent_ids[1:]]
+    others = [one_line(p) for p in r.parent_ids[1:]]
     if others:
         text.append(f"  × {', '.join(others)}", style="magenta")
     for tag in loaded.tags(r.id):
         text.append(f"  [{tag}]", style="bold green" if tag == "selected" else "bold yellow")
     if verbose and r.description and r.description != r.operator:
-        desc = r.description if len(r.description) <= 70 else r.description[:69] + "…"
+        desc = one_line(r.description)
+        desc = desc if len(desc) <= 70 else desc[:69] + "…"
         text.append(f"  {desc}", style="dim")
     return text
 
@@ -276,7 +301,7 @@ def _hidden_label(loaded: _Loaded, hidden: list[str]) -> Text:
     text = Text(f"+{len(recs)} more child{'ren' if len(recs) > 1 else ''}", style="dim")
     if ok:
         best = max(ok, key=lambda r: (r.fitness, -r.seq))
-        text.append(f" (best {best.fitness:.4f}, {best.id})", style="dim")
+        text.append(f" (best {best.fitness:.4f}, {one_line(best.id)})", style="dim")
     return text
 
 
@@ -377,14 +402,19 @@ def lineage_cmd(
     from rich.tree import Tree
 
     console = stdout_console()
-    title = Text(f"run {loaded.run.id}", style="bold")
-    title.append(f" · {len(lineage.records)} candidates · {loaded.status}", style="")
+    title = Text(f"run {loaded.name}", style="bold")
+    title.append(f" · {len(lineage.records)} candidates · {one_line(loaded.status)}", style="")
     for name, rec in (("selected", loaded.selected), ("best", loaded.best)):
         if rec is not None:
-            title.append(f" · {name} {rec.id} ({rec.fitness:.4f})")
+            title.append(f" · {name} {one_line(rec.id)} ({_num(rec.fitness)})")
     if view != "all":
         title.append(f" · showing {len(shown)}", style="dim")
-    tree = Tree(title, guide_style="dim")
+    # The title as a hanging line too: the run's name and status are the run's text.
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(title[:4], title[4:])
+    tree = Tree(grid, guide_style="dim")
     _add_items(loaded, tree, items, verbose=view != "all")
     console.print(tree)
     print_note(console, _lineage_note(loaded, items, shown))
@@ -393,10 +423,29 @@ def lineage_cmd(
 # --------------------------------------------------------------------------- show
 
 
-def _kv(console: Console, key: str, value: str, style: str | None = None) -> None:
-    text = Text(f"{key:<13}", style="dim")
-    text.append(value, style=style or "")
-    console.print(text)
+def _hang(console: Console, head: Text, rest: Text) -> None:
+    """``head`` then ``rest`` on one line; when ``rest`` has several lines or wraps, its
+    lines go under its start (a hanging indent), so no text from the run begins a line of
+    the output, where it could pass for one of ours."""
+    if "\n" not in rest.plain and head.cell_len + rest.cell_len <= console.width:
+        console.print(Text.assemble(head, rest))
+        return
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(head, rest)
+    console.print(grid)
+
+
+def _indented(console: Console, text: Text, by: int = 2) -> None:
+    """``text`` (one line from the run) indented, wrapped lines included."""
+    _hang(console, Text(" " * by), text)
+
+
+def _kv(console: Console, key: str, value: Any, style: str | None = None) -> None:
+    """``key  value``; a multi-line or wrapped value hangs under its first line."""
+    value_text = Text(text_block(value).expandtabs(4), style=style or "")
+    _hang(console, Text(f"{one_line(key):<13}", style="dim"), value_text)
 
 
 def _section(console: Console, title: str) -> None:
@@ -409,13 +458,13 @@ def _metrics_tables(console: Console, fj: dict[str, Any]) -> None:
     true = fj.get("metrics_true") or {}
     pb, tb = panel.get("bauc") or {}, true.get("bauc") or {}
     has_true = bool(true)
-    _kv(console, "fitness", f"{fj.get('fitness', 0.0):.4f}  ({fj.get('status')}"
+    _kv(console, "fitness", f"{_num(fj.get('fitness', 0.0))}  ({fj.get('status')}"
         + (f": {fj['reason']}" if fj.get("reason") else "") + ")")
     if fj.get("fitness_low") is not None:
-        _kv(console, "bootstrap 5%", f"{fj['fitness_low']:.4f}")
+        _kv(console, "bootstrap 5%", _num(fj["fitness_low"]))
     if not panel:
         return
-    rng = f"[{pb.get('b_lo', 0):.3f}, {pb.get('b_hi', 0):.3f}]"
+    rng = f"[{_num(pb.get('b_lo', 0), 3)}, {_num(pb.get('b_hi', 0), 3)}]"
     if panel.get("range_raised"):
         rng += (f" (raised from [{panel.get('b_lo_requested')}, "
                 f"{panel.get('b_hi_requested')}]: too few benign runs)")
@@ -429,11 +478,12 @@ def _metrics_tables(console: Console, fj: dict[str, Any]) -> None:
         rows.append(([name, _num(a)] + ([_num(b)] if has_true else []), None))
 
     row("BAUC aggregate", pb.get("aggregate"), tb.get("aggregate"))
-    row(f"BAUC worst ({pb.get('worst_dimension') or '-'})", pb.get("worst"), tb.get("worst"))
+    row(f"BAUC worst ({one_line(pb.get('worst_dimension') or '-')})", pb.get("worst"),
+        tb.get("worst"))
     row("BAUC pooled", panel.get("bauc_pooled"), true.get("bauc_pooled"))
     row("BAUC of chance", panel.get("chance_bauc"), true.get("chance_bauc"))
     row("AUROC", panel.get("auroc"), true.get("auroc"))
-    row(f"pAUC (FPR ≤ {panel.get('pauc_max_fpr')})", panel.get("pauc"), true.get("pauc"))
+    row(f"pAUC (FPR ≤ {one_line(panel.get('pauc_max_fpr'))})", panel.get("pauc"), true.get("pauc"))
     console.print()
     console.print(fitted_table(console, "metrics on val", headers, rows))
 
@@ -441,7 +491,7 @@ def _metrics_tables(console: Console, fj: dict[str, Any]) -> None:
     if dims:
         rows = []
         for d in dims:
-            cells = [d, str((pb.get("n_failures") or {}).get(d, "-")),
+            cells = [one_line(d), one_line((pb.get("n_failures") or {}).get(d, "-")),
                      _num((pb.get("by_dimension") or {}).get(d))]
             if has_true:
                 cells.append(_num((tb.get("by_dimension") or {}).get(d)))
@@ -455,7 +505,7 @@ def _metrics_tables(console: Console, fj: dict[str, Any]) -> None:
         rows = []
         for key, value in recall.items():
             thr = (panel.get("thresholds") or {}).get(key) or {}
-            cells = [f"{100 * float(key):g}%", _num(value)]
+            cells = [_pct_key(key), _num(value)]
             if has_true:
                 cells.append(_num((true.get("recall_at") or {}).get(key)))
             cells.append(_num(thr.get("tau")))
@@ -469,17 +519,17 @@ def _metrics_tables(console: Console, fj: dict[str, Any]) -> None:
     oracle = fj.get("oracle") or {}
     cap = oracle.get("rho_cap")
     _kv(console, "oracle", f"{oracle.get('calls', 0)} calls ({oracle.get('fresh_calls')} fresh), "
-        f"{oracle.get('rho', 0.0):.4f} per benign run"
-        + (f" (cap {cap:g})" if cap is not None else "")
+        f"{_num(oracle.get('rho', 0.0))} per benign run"
+        + (f" (cap {cap:g})" if isinstance(cap, int | float) else "")
         + f", at most {oracle.get('max_per_trajectory', 0)} on one run, "
-        f"${(oracle.get('cost_usd') or 0.0):.4f}")
+        f"${_num(oracle.get('cost_usd') or 0.0)}")
 
 
 def _preview(console: Console, text: str, label: str) -> None:
     lines = text.splitlines()
     console.print(Text(f"{label}:", style="dim"))
     for line in lines[:PREVIEW_LINES]:
-        console.print(Text("  " + line))
+        _indented(console, Text(one_line(line.expandtabs(4))))
     if len(lines) > PREVIEW_LINES:
         console.print(Text(f"  … {len(lines) - PREVIEW_LINES} more lines (--json has all)",
                            style="dim"))
@@ -499,7 +549,7 @@ def _artifacts(console: Console, artifacts: dict[str, Any]) -> None:
     if tune:
         _kv(console, "optuna", f"{tune.get('trials')} trials on train: "
             f"{_num(tune.get('train_before'))} → {_num(tune.get('train_after'))}, changed "
-            + (", ".join(tune.get("changed") or []) or "nothing"))
+            + (", ".join(map(str, tune.get("changed") or [])) or "nothing"))
     sandbox = artifacts.get("sandbox")
     if sandbox:
         _kv(console, "sandbox", f"{sandbox.get('status')}: {sandbox.get('n')} runs scored, "
@@ -514,7 +564,8 @@ def _artifacts(console: Console, artifacts: dict[str, Any]) -> None:
         for err in (sandbox.get("errors") or [])[:10]:
             where = err.get("trajectory_id") or err.get("where") or ""
             msg = err.get("error") or err.get("message") or json.dumps(err)
-            console.print(Text(f"  {where}: {msg}" if where else f"  {msg}", style="red"))
+            where, msg = one_line(where), one_line(msg)
+            _indented(console, Text(f"{where}: {msg}" if where else msg, style="red"))
         extra = len(sandbox.get("errors") or []) - 10
         if extra > 0:
             console.print(Text(f"  … {extra} more errors (--json has all)", style="dim"))
@@ -524,7 +575,7 @@ def _artifacts(console: Console, artifacts: dict[str, Any]) -> None:
         _preview(console, artifacts["raw_response"], "raw model answer")
     known = {"proposal_error", "duplicate_of", "model", "optuna", "sandbox", "raw_response"}
     for key in sorted(set(artifacts) - known):
-        _kv(console, key, json.dumps(artifacts[key])[:200])
+        _kv(console, key, json.dumps(artifacts[key])[:200])  # JSON: control characters escaped
 
 
 @click.command("show")
@@ -551,14 +602,15 @@ def show_cmd(run_ref: str, program: str, runs_dir: Path | None, as_json: bool) -
         _echo_json(data)
         return
 
+    from rich.padding import Padding
     from rich.syntax import Syntax
 
     console = stdout_console()
-    head = Text(f"candidate {r.id}", style="bold")
-    head.append(f" of run {loaded.run.id}")
+    head = Text(one_line(r.id), style="bold")
+    head.append(f" of run {loaded.name}")
     for tag in loaded.tags(r.id):
         head.append(f"  [{tag}]", style="bold green")
-    console.print(head)
+    _hang(console, Text("candidate ", style="bold"), head)
     _kv(console, "status", r.status + (f" (sandbox {r.sandbox_status})"
                                        if r.sandbox_status and r.sandbox_status != r.status else ""),
         None if r.ok else "red")
@@ -578,11 +630,12 @@ def show_cmd(run_ref: str, program: str, runs_dir: Path | None, as_json: bool) -
     if r.description:
         _kv(console, "description", r.description)
     parents = [
-        f"{p} ({loaded.lineage.by_id[p].fitness:.4f})" if p in loaded.lineage.by_id else p
+        f"{one_line(p)} ({loaded.lineage.by_id[p].fitness:.4f})" if p in loaded.lineage.by_id
+        else one_line(p)
         for p in r.parent_ids
     ]
     _kv(console, "parents", ", ".join(parents) or "none (seed)")
-    _kv(console, "children", ", ".join(children) or "none")
+    _kv(console, "children", ", ".join(map(one_line, children)) or "none")
     _kv(console, "position", f"seq {r.seq}, generation {r.generation}, island {r.island}")
     if r.source_hash:
         _kv(console, "sha256", r.source_hash)
@@ -591,12 +644,13 @@ def show_cmd(run_ref: str, program: str, runs_dir: Path | None, as_json: bool) -
     if r.source is None:
         console.print(Text("no program (the proposal failed; see artefacts)", style="dim"))
     else:
-        console.print(Syntax(r.source, "python", line_numbers=True, theme="ansi_dark",
-                             background_color="default", word_wrap=True))
-    _section(console, f"diff to parent {r.parent_ids[0]}" if r.parent_ids else "diff")
+        console.print(Syntax(text_block(r.source), "python", line_numbers=True,
+                             theme="ansi_dark", background_color="default", word_wrap=True))
+    _section(console, f"diff to parent {one_line(r.parent_ids[0])}" if r.parent_ids else "diff")
     if r.diff:
-        console.print(Syntax(r.diff, "diff", theme="ansi_dark", background_color="default",
-                             word_wrap=True))
+        # Indented: the diff's lines are the run's text, not headings of ours.
+        console.print(Padding(Syntax(text_block(r.diff), "diff", theme="ansi_dark",
+                                     background_color="default", word_wrap=True), (0, 0, 0, 2)))
     elif r.source is None:
         console.print(Text("none (no program)", style="dim"))
     else:
@@ -660,4 +714,4 @@ def report_cmd(run_ref: str, out: Path | None, runs_dir: Path | None, as_json: b
     if as_json:
         _echo_json({"run_id": loaded.run.id, "report": str(target), "bytes": len(html.encode())})
     else:
-        click.echo(f"wrote {target}")
+        click.echo(f"wrote {one_line(target)}")
