@@ -161,6 +161,7 @@ def score(
     from monsearch.strategies.export.display import finding_steps
 
     keep: list[Any] = []
+    plugin = None
     try:
         plugin = load_monitor(monitor_ref, runs_dir, keep)
         out = stdout_console()
@@ -184,11 +185,21 @@ def score(
                     continue
                 result = plugin.evaluate(traj)
                 decision = plugin.decide(result.score, budget)
-                found = finding_steps(plugin.findings(traj, top=top)["steps"]) if top else []
+                # A program that did not finish (plugins from before statuses: always ok)
+                # has no decision: its status stands instead, with no findings.
+                status = getattr(result, "status", "ok")
+                if status != "ok":
+                    decision = {"decision": status, "budget": decision["budget"]}
+                found = (
+                    finding_steps(plugin.findings(traj, top=top)["steps"])
+                    if top and status == "ok"
+                    else []
+                )
                 record = {
                     "input": label,
                     "trajectory_id": traj.id,
                     "score": result.score,
+                    "status": status,
                     "decision": decision["decision"],
                     "budget": decision["budget"],
                     "threshold": decision.get("tau"),
@@ -205,6 +216,8 @@ def score(
         if not as_json:
             _print_table(out, rows, plugin.MONITOR)
     finally:
+        if hasattr(plugin, "close"):
+            plugin.close()  # its worker process, before its folder may go
         for tmp in keep:
             tmp.cleanup()
     if unreadable:
@@ -226,11 +239,11 @@ def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, An
     for r in rows:
         decision = r["decision"] + (" (escalate)" if r.get("escalate") else "")
         if r.get("error"):
-            decision += " [program error: fallback score]"
+            decision += " [program did not finish: fallback score]"
         table.add_row(
             escape(r["input"]),
             f"{r['score']:.4g}",
-            f"{decision} @ {percent(r['budget'])}",
+            f"{escape(decision)} @ {percent(r['budget'])}",  # [..] is not markup
             escape("\n".join(_finding_text(f) for f in r["findings"]) or "-"),
         )
     console.print(table)
