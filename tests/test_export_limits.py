@@ -289,6 +289,9 @@ def test_the_judges_time_is_not_the_programs(hostile, tmp_path):
 
     r = guarded(plugin.evaluate, t, oracle=broken)
     assert r.status == "error" and "ZeroDivisionError: no judge today" in r.error
+    # A judge that calls the monitor again would cross the one request in flight.
+    r = guarded(plugin.evaluate, t, oracle=lambda traj, v: plugin.score(traj))
+    assert r.status == "error" and "called again from inside its own oracle" in r.error
     assert guarded(plugin.evaluate, t, oracle=lambda traj, v: 2.0).score == 2.0
 
 
