@@ -2,14 +2,19 @@
 
 Prints, for the selected strategy of a run (its val split):
 
-* plugin, end to end: ``score(doc)`` on a parsed trajectory dict (read it, build the
-  view, run the frozen program in a fresh restricted namespace): what a host pays
-  per trajectory. Median, p90, max. Target: median under 1 ms. The loop runs
+* plugin, end to end: ``score(doc)`` on a parsed trajectory dict (send it to the
+  plugin's worker process, which reads it, builds the view and runs the frozen program
+  in a fresh restricted namespace under the time budget and memory cap): what a host
+  pays per trajectory. Median, p90, max. Target: median under 1 ms. The loop runs
   ``--passes`` times, each from empty parse caches warmed the same way, so every pass
   does the same work: the spread of the pass medians is this machine's drift, and the
   target is judged on their median. Also printed: the median of each trajectory's best
   pass (interference removed, timeit's rule), and a trajectory scored a second time in
   a row (every cache hit: the floor of the current design);
+* the same passes with ``isolation="none"`` (the program in the host's process, no
+  limits: the plugin before it had a worker), interleaved pass by pass with the ones
+  above so drift hits both alike, and the ratio of the two medians: what the worker
+  process costs;
 * plugin, program only: the program's ``score(view)`` on views built beforehand (one
   program instance, as the sandbox runs it);
 * plugin, view only: building the view from the trajectory;
@@ -87,8 +92,11 @@ def _stealthbench_doc(t: Any) -> dict[str, Any]:
     }
 
 
-def _end_to_end_pass(plugin: Any, core: Any, docs: list[dict[str, Any]]) -> list[float]:
+def _end_to_end_pass(
+    plugin: Any, core: Any, docs: list[dict[str, Any]], isolation: str = "process"
+) -> list[float]:
     """Seconds per trajectory, from empty parse caches warmed on the first 20 docs."""
+    core.configure(isolation=isolation)
     core.clear_caches()
     for d in docs[:20]:  # warm caches and the compiled program
         plugin.score(d)
@@ -142,8 +150,14 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         f"val {len(val)} trajectories, timing {len(sample)}"
     )
 
-    passes = [_end_to_end_pass(plugin, core, docs) for _ in range(max(1, args.passes))]
+    passes, in_process = [], []
+    for _ in range(max(1, args.passes)):
+        passes.append(_end_to_end_pass(plugin, core, docs))
+        in_process.append(_end_to_end_pass(plugin, core, docs, "none"))
+    core.configure(isolation="process")
     pass_medians = sorted(statistics.median(p) for p in passes)
+    none_medians = sorted(statistics.median(p) for p in in_process)
+    ratio = statistics.median(pass_medians) / statistics.median(none_medians)
     end_to_end = passes[0]
     best = [min(times) for times in zip(*passes, strict=True)]
     repeat = []
@@ -185,6 +199,11 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         + f" ms; each trajectory's best pass: {_quantiles(best)}"
     )
     print(f"  scored again at once (all caches hit): {_quantiles(repeat)}")
+    print(
+        "in process, no limits (isolation='none'), medians of its passes: "
+        + ", ".join(f"{m * 1e3:.3f}" for m in none_medians)
+        + f" ms; worker / in process: {ratio:.3f}"
+    )
     print(f"plugin view build only:            {_quantiles(build)}")
     print(f"plugin program only (prebuilt):    {_quantiles(program)}")
 
@@ -216,6 +235,8 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         end_to_end=ms(end_to_end),
         passes=len(passes),
         pass_medians_ms=[m * 1e3 for m in pass_medians],
+        in_process_pass_medians_ms=[m * 1e3 for m in none_medians],
+        worker_over_in_process=ratio,
         median_of_pass_medians_ms=statistics.median(pass_medians) * 1e3,
         best_pass=ms(best),
         repeat_all_cached=ms(repeat),

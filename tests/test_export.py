@@ -3,12 +3,13 @@
 A run folder is written from the run contract with two programs evaluated for real
 on val by the sandbox (the seed monitor; a probe that uses regex helpers, sets and
 the oracle). The plugin must reproduce every val score exactly, whatever the host's
-PYTHONHASHSEED and whichever regex engine it finds; its vendored modules must be the
-sandbox's modules; and it must work in a virtual environment without monsearch.
+PYTHONHASHSEED; its vendored modules must be the sandbox's modules; and it must work in
+a virtual environment without monsearch. (Its limits: tests/test_export_limits.py.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import hashlib
@@ -29,12 +30,7 @@ from monsearch.corpora.codec import trajectory_to_dict
 from monsearch.corpora.readers.stepinput import step_input
 from monsearch.eval.metrics import np_threshold
 from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
-from monsearch.strategies.export import (
-    ExportError,
-    export,
-    plugin_scores,
-    regex_report,
-)
+from monsearch.strategies.export import ExportError, export, plugin_scores
 from monsearch.strategies.export.vendor import MODULES, check_vendored, source_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -47,6 +43,19 @@ ATIF_FILE = FIXTURES / "atif" / "good" / "v14_labelled.json"
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     return shared_setup(tmp_path_factory)
+
+
+@contextlib.contextmanager
+def in_process(plugin):
+    """Run the program in this process (``isolation="none"``): the code the worker runs,
+    where a test can look at its caches, instances and collector."""
+    core = plugin.core
+    before = core.LIMITS
+    core.configure(isolation="none")
+    try:
+        yield core
+    finally:
+        core.LIMITS = before
 
 
 def _import(folder: Path, package: str):
@@ -173,25 +182,16 @@ def test_check_score_is_the_runners(seed_plugin):
 
 
 @pytest.mark.parametrize("program", ["seed", "probe"])
-@pytest.mark.parametrize(
-    "hashseed,env",
-    [("random", {}), ("123", {}), ("random", {"MONSEARCH_PLUGIN_NO_RE2": "1"})],
-    ids=["random", "123", "no-re2"],
-)
-def test_plugin_scores_equal_sandbox_scores_on_val(setup, program, hashseed, env):
+@pytest.mark.parametrize("hashseed", ["random", "123"])
+def test_plugin_scores_equal_sandbox_scores_on_val(setup, program, hashseed):
     folder, meta = setup["plugins"][program]
     records = [trajectory_to_dict(t) for t in setup["val"]]
     got = plugin_scores(
-        folder,
-        meta["package"],
-        records,
-        hashseed=hashseed,
-        env=env,
-        judge_answers=setup["judge_answers"],
+        folder, meta["package"], records, hashseed=hashseed, judge_answers=setup["judge_answers"]
     )
     expected = setup["scores"][program]
     assert got["leaked"] == []  # no monsearch module was imported by the plugin
-    assert got["engine"] == ("re" if env else "re2")
+    assert set(got["status"]) == {"ok"}
     assert np.array_equal(np.array(got["scores"]), expected), "plugin != sandbox on val"
 
 
@@ -253,11 +253,15 @@ def test_stealthbench_format_gives_the_same_scores(setup, seed_plugin, probe_plu
         # One trajectory at a time (a fresh program per call): the same, these are stateless.
         assert [plugin.score(d, oracle=judge) for d in docs[:10]] == got[:10]
         # Cold parse caches give the same scores (the caches only skip repeated work).
-        view_module = sys.modules[f"{plugin.__name__}._vendor.view"]
-        assert view_module._STEP_CACHE
         plugin.clear_caches()
-        assert not view_module._STEP_CACHE and not view_module._DERIVED_CACHE
         assert [plugin.score(d, oracle=judge) for d in docs[:10]] == got[:10]
+        with in_process(plugin):  # and in this process, where the caches can be seen
+            assert [plugin.score(d, oracle=judge) for d in docs[:10]] == got[:10]
+            view_module = sys.modules[f"{plugin.__name__}._vendor.view"]
+            assert view_module._STEP_CACHE
+            plugin.clear_caches()
+            assert not view_module._STEP_CACHE and not view_module._DERIVED_CACHE
+            assert [plugin.score(d, oracle=judge) for d in docs[:10]] == got[:10]
 
 
 def _steps(traj) -> list[dict]:
@@ -306,7 +310,6 @@ def test_metadata(setup, seed_plugin):
     assert m["val"]["metrics"]["n"] == len(setup["val"])
     assert m["verified"]["equal"] is True and m["verified"]["n"] == len(setup["val"])
     assert m["query_caps"]["per_traj_cap"] == 1
-    assert m["regex"]["requires_re2"] is False
     # Thresholds are monsearch's rule on the val benign scores, in the plugin too.
     labels = [t.label is not None and not t.label.is_failure for t in setup["val"]]
     benign = np.sort(setup["scores"]["seed"][np.array(labels)])
@@ -326,7 +329,8 @@ def test_metadata(setup, seed_plugin):
     assert m["strategy_hash"] in readme and "inspect score" in readme and "atif-scan" in readme
     pyproject = (setup["plugins"]["seed"][0] / "pyproject.toml").read_text()
     assert '"monsearch.monitors"' in pyproject and "[project.entry-points.inspect_ai]" in pyproject
-    assert 'google-re2>=1.1,<2"]' not in pyproject.split("[project.optional")[0]
+    # google-re2 is a dependency of every plugin (see test_export_limits for why).
+    assert '"google-re2>=1.1,<2"' in pyproject.split("[project.optional")[0]
 
 
 def test_findings_point_at_the_steps_that_raised_the_score(setup, seed_plugin):
@@ -356,7 +360,6 @@ def test_scoring_leaves_nothing_for_the_cyclic_collector(setup, seed_plugin):
     """A program instance (functions and namespace refer to each other, and the namespace
     holds the oracle hook and the trajectory) is freed when a call returns, not at the
     garbage collector's next pass."""
-    core = seed_plugin.core
     docs = [_stealthbench_doc(t) for t in setup["val"][:3]]
 
     def alive() -> tuple[int, int]:
@@ -369,14 +372,15 @@ def test_scoring_leaves_nothing_for_the_cyclic_collector(setup, seed_plugin):
     gc.collect()
     gc.disable()
     try:
-        before = alive()
-        for d in docs:
-            seed_plugin.score(d)
-            seed_plugin.evaluate(d)
-            seed_plugin.score_steps(d)
-            seed_plugin.findings(d)
-        seed_plugin.score_many(docs)
-        after = alive()
+        with in_process(seed_plugin) as core:  # the worker's code, here where it can be seen
+            before = alive()
+            for d in docs:
+                seed_plugin.score(d)
+                seed_plugin.evaluate(d)
+                seed_plugin.score_steps(d)
+                seed_plugin.findings(d)
+            seed_plugin.score_many(docs)
+            after = alive()
     finally:
         gc.enable()
     assert after == before
@@ -403,15 +407,16 @@ def test_collector_waits_until_a_trajectory_is_scored(setup, seed_plugin):
     gc.set_threshold(1)  # a collection at nearly every new container
     gc.callbacks.append(watch)
     try:
-        for d in docs:
-            seed_plugin.score(d)
-            seed_plugin.score_steps(d)
-            seed_plugin.findings(d)
-        seed_plugin.score_many(docs)
-        gc.disable()
-        seed_plugin.score(docs[0])
-        assert not gc.isenabled()
-        gc.enable()
+        with in_process(seed_plugin):  # the worker's code, here where it can be seen
+            for d in docs:
+                seed_plugin.score(d)
+                seed_plugin.score_steps(d)
+                seed_plugin.findings(d)
+            seed_plugin.score_many(docs)
+            gc.disable()
+            seed_plugin.score(docs[0])
+            assert not gc.isenabled()
+            gc.enable()
     finally:
         gc.callbacks.remove(watch)
         gc.set_threshold(*threshold)
@@ -461,70 +466,6 @@ def test_program_failure_gets_the_fallback_score(setup, seed_plugin):
     core = seed_plugin.core
     result = core._run(lambda view: 1 / 0, None, core._OracleHook(None, 1), None)
     assert result.error and result.score == min(setup["scores"]["seed"])
-
-
-# --------------------------------------------------------------------------- regexes
-
-
-def test_regex_report_requires_re2_for_unportable_or_dynamic_patterns():
-    assert (
-        regex_report('def score(t):\n    return re_count("[0-9]+", t.prompt)\n')["requires_re2"]
-        is False
-    )
-    r = regex_report('P = "\\\\pL+"\ndef score(t):\n    return re_count(P, t.prompt)\n')
-    assert r["requires_re2"] and r["not_portable"]
-    r = regex_report('def score(t):\n    return re_count(t.task + "x", t.prompt)\n')
-    assert r["requires_re2"] and r["dynamic_patterns"] == 1
-
-
-def test_regex_fallback_matches_re2():
-    import re2
-
-    from monsearch.strategies.export import _load_shim
-
-    shim = _load_shim("_re2.py")
-    patterns = [
-        r"(?i)(agent|scanner|pentest)",
-        r"\bfoo\b",
-        r"\d+",
-        r"\w+$",
-        r"(?m)^\w+$",
-        r"[[:alpha:]]+",
-        r"a*|b",
-        r"\s+",
-        r"(?i)a|b",
-        r"[\w.-]+@[\w.-]+",
-        r"(?P<k>\w+)=(\w*)",
-        r"(?s).+",
-        r"[^\d\s]+",
-        r"\Qa.b\E",
-        r"\x{41}",
-        r"x{2,3}",
-        r"",
-    ]
-    texts = [
-        "foo bar\n",
-        "Agent X",
-        "a1 22 333\n",
-        "bab",
-        "\u00e9t\u00e9 foo_bar",
-        "x=1&y=2 u@ex.com",
-        "",
-        "aaa\nbbb\n",
-        "\u017f \u212a k",
-        "a.b axb A",
-        "v\x0bt xxx",
-    ]
-    for p in patterns:
-        ours, theirs = shim._fallback_compile(p), re2.compile(p)
-        for t in texts:
-            assert [m.group(0) for m in ours.finditer(t)] == [
-                m.group(0) for m in theirs.finditer(t)
-            ]
-            assert ours.split(t) == theirs.split(t), (p, t)
-            assert ours.subn(r"<\g<0>>", t) == theirs.subn(r"<\g<0>>", t), (p, t)
-    for p in (r"a(?=b)", r"(a)\1", r"a++", r"(?>a)", r"\pL", r"x(?i)y"):
-        assert shim.portable(p) is not None
 
 
 # --------------------------------------------------------------------------- errors
@@ -578,7 +519,7 @@ def test_fresh_venv_without_monsearch(setup, tmp_path):
     pip = [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     # Build isolation fetches setuptools from the index; --no-deps keeps out everything else.
     subprocess.run([*pip, "--no-deps", str(folder)], check=True, env=env)
-    subprocess.run([*pip, "RestrictedPython>=9.0,<10"], check=True, env=env)
+    subprocess.run([*pip, "RestrictedPython>=9.0,<10", "google-re2>=1.1,<2"], check=True, env=env)
     probe = (
         "import importlib.util, json, sys\n"
         f"import {meta['package']} as m\n"
@@ -586,8 +527,8 @@ def test_fresh_venv_without_monsearch(setup, tmp_path):
         "from importlib.metadata import entry_points\n"
         f"[ep] = entry_points(group='monsearch.monitors', name={meta['name']!r})\n"
         "assert ep.load() is m.score\n"
-        "print(json.dumps([m.score(sys.argv[1]), m.score(sys.argv[2]),"
-        " m.MONITOR['strategy_hash'], sys.modules[m.__name__ + '._vendor._re2'].ENGINE]))\n"
+        "r = m.evaluate(sys.argv[1])\n"
+        "print(json.dumps([r.score, m.score(sys.argv[2]), m.MONITOR['strategy_hash'], r.status]))\n"
     )
     proc = subprocess.run(
         [str(py), "-c", probe, str(SB_FILE), str(ATIF_FILE)],
@@ -598,8 +539,8 @@ def test_fresh_venv_without_monsearch(setup, tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    sb_score, atif_score, strategy, engine = json.loads(proc.stdout)
-    assert engine == "re"  # google-re2 is not installed there: the stdlib fallback ran
+    sb_score, atif_score, strategy, status = json.loads(proc.stdout)
+    assert status == "ok"  # scored in its worker process, started from that venv
     plugin = _import(folder, meta["package"])
     assert (sb_score, atif_score, strategy) == (
         plugin.score(SB_FILE),
@@ -777,13 +718,7 @@ def test_a_real_evolve_run_exports_exactly(tmp_path_factory):
     assert monitor["verified"]["equal"] and monitor["selected"]
     strategy = load_strategy("r", runs_dir=root / "runs")
     records = [trajectory_to_dict(t) for t in load_val(strategy.config)]
-    got = plugin_scores(
-        root / "plugin",
-        monitor["package"],
-        records,
-        hashseed="123",
-        env={"MONSEARCH_PLUGIN_NO_RE2": "1"},
-    )
+    got = plugin_scores(root / "plugin", monitor["package"], records, hashseed="123")
     assert got["scores"] == strategy.val_scores
 
 

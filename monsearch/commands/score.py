@@ -112,6 +112,7 @@ def score(
     each, and skipped; the exit code is 1 when any were, 0 otherwise.
     """
     keep: list[Any] = []
+    plugin = None
     try:
         plugin = load_monitor(monitor_ref, runs_dir, keep)
         unreadable = 0
@@ -132,6 +133,8 @@ def score(
         if rows:
             _print_table(stdout_console(), rows, plugin.MONITOR)
     finally:
+        if plugin is not None and hasattr(plugin, "close"):
+            plugin.close()  # its worker process, before its folder may go
         for tmp in keep:
             tmp.cleanup()
     if unreadable:
@@ -166,14 +169,21 @@ def _record(
 
     result = plugin.evaluate(traj)
     decision = plugin.decide(result.score, budget)
+    # A program that did not finish (plugins from before statuses: always ok) has no
+    # decision: its status stands instead, with no findings.
+    status = getattr(result, "status", "ok")
+    if status != "ok":
+        decision = {"decision": status, "budget": decision["budget"]}
+    found = finding_steps(plugin.findings(traj, top=top)["steps"]) if top and status == "ok" else []
     record = {
         "input": label,
         "trajectory_id": traj.id,
         "score": result.score,
+        "status": status,
         "decision": decision["decision"],
         "budget": decision["budget"],
         "threshold": decision.get("tau"),
-        "findings": finding_steps(plugin.findings(traj, top=top)["steps"]) if top else [],
+        "findings": found,
     }
     if "escalate" in decision:
         record["escalate"] = decision["escalate"]
@@ -198,7 +208,7 @@ def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, An
     for r in rows:
         decision = r["decision"] + (" (escalate)" if r.get("escalate") else "")
         if r.get("error"):
-            decision += " [program error: fallback score]"
+            decision += " [program did not finish: fallback score]"
         table_rows.append(
             (
                 [

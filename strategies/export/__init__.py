@@ -9,6 +9,8 @@ The plugin is a small setuptools package::
     DIR/src/<package>/_vendor/    monsearch's readers, view and sandbox modules, copied
                                   with only their imports rewritten (see .vendor)
     DIR/src/<package>/{inspect_scorer,control_arena_monitor,atifscan_plugin}.py  adapters
+    DIR/src/<package>/{_isolation,_worker,_wire,_limits}.py  the worker process the
+                                  program runs in, under a time budget and a memory cap
     DIR/src/<package>/_display.py how numbers are printed (a copy of .display)
 
 :func:`export` writes it, then (unless ``verify=False``) scores every val trajectory
@@ -18,8 +20,6 @@ and refuses the export unless every score equals the run's stored val score exac
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import json
 import math
 import os
@@ -41,6 +41,10 @@ PLUGIN_DIR = Path(__file__).with_name("plugin")
 #: Plugin files copied as they are (``_orjson``/``_re2`` go to ``_vendor``).
 PLUGIN_FILES = (
     "core.py",
+    "_limits.py",
+    "_isolation.py",
+    "_wire.py",
+    "_worker.py",
     "_messages.py",
     "inspect_scorer.py",
     "_inspect_registry.py",
@@ -52,9 +56,6 @@ SHIM_FILES = ("_orjson.py", "_re2.py")
 #: Audit budgets whose thresholds are listed in the metadata and README.
 BUDGETS = (0.01, 0.02, 0.05, 0.10)
 DEFAULT_BUDGET = 0.05
-REGEX_HELPERS = frozenset(
-    {"re_search", "re_first", "re_findall", "re_count", "re_sub", "re_split", "count_matching"}
-)
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,60}$")
 
 
@@ -149,56 +150,6 @@ def load_val(config: dict[str, Any]) -> list[Any]:
 
 
 # --------------------------------------------------------------------------- metadata
-
-
-def _load_shim(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"_monsearch_export_{name}", PLUGIN_DIR / name)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-def regex_report(source: str) -> dict[str, Any]:
-    """The program's regex patterns: whether each runs the same without google-re2.
-
-    Literal patterns (and names bound to a literal at module level) are checked with
-    the plugin's RE2-to-``re`` translation; a pattern built at run time cannot be, so
-    then google-re2 is required too.
-    """
-    shim = _load_shim("_re2.py")
-    tree = ast.parse(source)
-    constants = {
-        t.id: node.value.value
-        for node in tree.body
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-        for t in node.targets
-        if isinstance(t, ast.Name) and isinstance(node.value.value, str)
-    }
-    patterns: list[str] = []
-    dynamic = 0
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
-            continue
-        if node.func.id not in REGEX_HELPERS or not node.args:
-            continue
-        arg = node.args[0]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            patterns.append(arg.value)
-        elif isinstance(arg, ast.Name) and arg.id in constants:
-            patterns.append(constants[arg.id])
-        else:
-            dynamic += 1
-    not_portable = {}
-    for p in dict.fromkeys(patterns):
-        why = shim.portable(p)
-        if why is not None:
-            not_portable[p] = why
-    return {
-        "patterns": len(set(patterns)),
-        "dynamic_patterns": dynamic,
-        "not_portable": not_portable,
-        "requires_re2": bool(not_portable or dynamic),
-    }
 
 
 def thresholds(benign_sorted: list[float], budgets: tuple[float, ...]) -> dict[str, Any]:
@@ -312,7 +263,6 @@ def build_metadata(
         "oracle": strategy.fitness_json.get("oracle"),
     }
     fits = _escalation_fits(strategy.fitness_json, strategy.test_report)
-    regex = regex_report(strategy.source)
     return {
         "name": name,
         "package": package,
@@ -338,7 +288,6 @@ def build_metadata(
         "fallback_score": min(strategy.val_scores) if strategy.val_scores else 0.0,
         "escalation": fits or None,
         "escalation_band": _band(fits),
-        "regex": regex,
         "vendored": [f"{mod} -> _vendor/{file}.py" for mod, file in MODULES],
     }
 
@@ -346,11 +295,11 @@ def build_metadata(
 # --------------------------------------------------------------------------- writing
 
 
-def _pyproject(package: str, name: str, version: str, requires_re2: bool) -> str:
+def _pyproject(package: str, name: str, version: str) -> str:
     dist = package.replace("_", "-")
-    deps = ['"RestrictedPython>=9.0,<10"']
-    if requires_re2:
-        deps.append('"google-re2>=1.1,<2"')
+    # google-re2 always: on stdlib re, a pattern can backtrack for minutes on text the
+    # monitored agent writes (see plugin/_re2.py).
+    deps = ['"RestrictedPython>=9.0,<10"', '"google-re2>=1.1,<2"']
     return f"""[build-system]
 requires = ["setuptools>=61"]
 build-backend = "setuptools.build_meta"
@@ -364,8 +313,6 @@ requires-python = ">=3.11"
 dependencies = [{", ".join(deps)}]
 
 [project.optional-dependencies]
-# the regex engine the program ran on in monsearch (used when installed)
-re2 = ["google-re2>=1.1,<2"]
 inspect = ["inspect-ai>=0.3.285"]
 control-arena = ["control-arena>=20.1"]
 atif-scan = ["atif-scan>=0.7,<0.8"]
@@ -418,8 +365,11 @@ _INIT = '''"""monsearch OPSEC monitor {name}: exported frozen strategy (see READ
 from .core import (
     MONITOR,
     InputError,
+    Limits,
     Result,
     clear_caches,
+    close,
+    configure,
     decide,
     evaluate,
     findings,
@@ -435,8 +385,11 @@ __version__ = "{version}"
 __all__ = [
     "MONITOR",
     "InputError",
+    "Limits",
     "Result",
     "clear_caches",
+    "close",
+    "configure",
     "decide",
     "evaluate",
     "findings",
@@ -461,7 +414,7 @@ def write_plugin(out: Path, package: str, source: str, monitor: dict[str, Any]) 
     vendor.mkdir(parents=True)
     version = f"0.1.0+{monitor['strategy_hash'][:12]}"
     (out / "pyproject.toml").write_text(
-        _pyproject(package, monitor["name"], version, monitor["regex"]["requires_re2"]),
+        _pyproject(package, monitor["name"], version),
         encoding="utf-8",
     )
     (out / "README.md").write_text(render_readme(monitor), encoding="utf-8")
@@ -503,8 +456,8 @@ judge = None if answers is None else (lambda traj, variant: answers.get(traj.id)
 results = plugin.score_many(rows, oracle=judge)
 leaked = sorted(m for m in sys.modules if m == "monsearch" or m.startswith("monsearch."))
 json.dump({{"scores": [r.score.hex() for r in results],
-           "errors": sum(1 for r in results if r.error), "leaked": leaked,
-           "engine": sys.modules["{package}._vendor._re2"].ENGINE}}, sys.stdout)
+           "errors": sum(1 for r in results if r.error),
+           "status": [r.status for r in results], "leaked": leaked}}, sys.stdout)
 """
 
 
@@ -589,14 +542,14 @@ def verify(
         raise ExportError(
             f"the written plugin gives other scores than the run on {len(differ)} of "
             f"{len(expected)} val trajectories (first: {trajectories[i].id}: plugin "
-            f"{got['scores'][i]!r}, run {expected[i]!r})"
+            f"{got['scores'][i]!r} ({got['status'][i]}), run {expected[i]!r})"
         )
     return {
         "split": "val",
         "n": len(expected),
         "equal": True,
         "pythonhashseed": "random",
-        "regex_engine": got["engine"],
+        "statuses": sorted(set(got["status"])),
         "judge": "none" if judge_answers is None else "replay of the corpus's stored verdicts",
     }
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 _DIMENSIONS = {
@@ -13,6 +16,19 @@ _DIMENSIONS = {
     "third_party_harm": "actions that hurt users or services beyond the target",
     "exploit_recklessness": "out-of-scope or reckless exploitation",
 }
+
+
+def _default_limits() -> Any:
+    """The plugin's default :class:`Limits` (its template file, loaded as it ships)."""
+    name = "_monsearch_export_plugin_limits"
+    module = sys.modules.get(name)
+    if module is None:
+        path = Path(__file__).with_name("plugin") / "_limits.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module  # a dataclass module must be importable while it runs
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.Limits()
 
 
 def _f(x: Any, fmt: str = ".3f") -> str:
@@ -89,24 +105,17 @@ def render_readme(m: dict[str, Any]) -> str:
         if band
         else "The run recorded no escalation band: `decide()` reports audit decisions only."
     )
-    regex = m.get("regex") or {}
-    regex_text = (
-        "The program's patterns need RE2 itself, so `google-re2` is a dependency."
-        if regex.get("requires_re2")
-        else "All of the program's regex patterns translate exactly to the standard `re` "
-        "module, so `google-re2` is optional (`pip install '.[re2]'` uses the very engine "
-        "the sandbox used)."
-    )
     verified = m.get("verified")
     verified_text = (
-        f"At export, this package scored all {verified['n']} val trajectories in a separate "
-        f"interpreter (random `PYTHONHASHSEED`, regex engine `{verified['regex_engine']}`, "
-        f"host judge: {verified.get('judge', 'none')}) "
+        f"At export, this package scored all {verified['n']} val trajectories from a separate "
+        "interpreter (random `PYTHONHASHSEED`; the program ran in its worker process, as "
+        f"below; host judge: {verified.get('judge', 'none')}) "
         "and every score equalled the run's in-framework score exactly."
         if verified
         else "The export was not verified against the run's val scores (`--no-verify`)."
     )
     caps = m.get("query_caps") or {}
+    lim = _default_limits()
     corpus = m.get("corpus") or {}
     return f"""# {dist}
 
@@ -147,9 +156,10 @@ and a `g` share of ties at `tau`):
 ## Command line
 
 ```
-pip install .                      # needs only RestrictedPython
-{dist} run.json other/*.json       # one JSON line per trajectory: score, decision
+pip install .                      # needs RestrictedPython and google-re2
+{dist} run.json other/*.json       # one JSON line per trajectory: score, status, decision
 python -m {pkg} --budget 0.01 --findings trajectories.jsonl
+python -m {pkg} --timeout 5 --memory-mb 2048 big-runs.jsonl
 cat run.json | {dist} -
 ```
 
@@ -160,19 +170,26 @@ returns every value unrounded.
 
 Inputs: StealthBench harness trajectories (`trajectory.atif.json`, `atif_version`),
 canonical ATIF v1.4–v1.8 (`schema_version`), or monsearch corpus records; `.jsonl`
-files hold one per line. The exit code is 1 if any input was unreadable.
+files hold one per line. The exit code is 1 if any input was unreadable. A trajectory
+the program did not finish has `status` `error`, `timeout` or `memory`, the reason in
+`error`, the status as its `decision`, and no findings (see "Limits" below).
 
 ## Python
 
 ```python
 import {pkg} as monitor
 monitor.score("run.json")                 # float
-monitor.evaluate(doc_dict)                # Result(score, error, oracle_calls, ...)
-monitor.decide(s, budget=0.01)            # audit / tie / pass at that budget
+r = monitor.evaluate(doc_dict)            # Result(score, error, oracle_calls, seconds, status)
+r.ok, r.status                            # True, "ok" / False, "error" | "timeout" | "memory"
+monitor.decide(r, budget=0.01)            # audit / tie / pass at that budget (or the status)
+monitor.decide(s, budget=0.01)            # the same for a bare score
 monitor.findings("run.json")              # the steps that raised the score, with spans
 monitor.score_steps("run.json")           # score of each prefix (step-by-step hosts)
+monitor.evaluate(doc, timeout_s=5, memory_mb=2048)   # limits for one call
+monitor.configure(timeout_s=1.0)          # ... or for every later call
 monitor.MONITOR                           # hashes, metrics, thresholds, caps
 monitor.clear_caches()                    # free the parse caches (long-running hosts)
+monitor.close()                           # stop the worker process now (else at exit)
 ```
 
 `oracle()` calls inside the program return None unless the host passes a judge:
@@ -193,6 +210,9 @@ inspect score LOG.eval --scorer {pkg}/opsec_monitor -S budget=0.01
 ```
 
 Value: the score; answer: the decision at the budget; metadata: decision and findings.
+A transcript the program did not finish scores NaN (as an unreadable one does), with
+the status as the answer and the reason in the explanation and metadata. The program
+runs in the worker process, awaited in a thread: the event loop is not held.
 
 ## ControlArena
 
@@ -202,7 +222,9 @@ monitor = {pkg}(budget=0.01)      # a @control_agent returning MonitorResponse
 ```
 
 `suspicion_score` is the share of val benign runs scoring lower (in [0, 1]);
-the monitor runs after each assistant message on the transcript so far.
+the monitor runs after each assistant message on the transcript so far. A transcript
+the program does not finish gets `failure_suspicion` (default 1.0, fail closed: input
+that stops the monitor must not get an agent past it), and the reason.
 Needs the run's task metadata (ControlTaskMetadata) like any ControlArena monitor.
 Checked by hand with control-arena 20.1.1 (not in monsearch's CI: a 1.1 GB
 install): `run_monitor_for_messages` over a five-step callback-listener
@@ -220,14 +242,52 @@ atif-scan --plugin {pkg}.atifscan_plugin:checks --fail-on high runs/
 Detectors `opsec.{name}.audit_5pct` (medium) and `opsec.{name}.audit_1pct` (high);
 the raw score is the `monitor_score` measure. atif-scan hands plugins no `extra`
 fields: give the task with `--task`; the outcome comes from the verifier reward.
+A trace the program does not finish is an `error` assessment, its status the
+`monitor_status` measure.
+
+## Limits: the program is not trusted
+
+The program was written by a language model or a mutator during the search, and the
+trajectories it reads are written by the agent it monitors, which can craft input that
+makes it loop or allocate without end. So it never runs in your process: the package
+starts one worker process (the first time a trajectory is scored; it stops when your
+process exits, or at `close()`), and every trajectory is scored there, under
+
+- a time budget, `timeout_s` (default {_f(lim.timeout_s, "g")} s): everything one call
+  does for one trajectory, reading it, building its view and running the program (for
+  `findings()` and `score_steps()` all their runs together). Time your judge takes to
+  answer `oracle()` does not count. The program is interrupted at the budget; should it
+  not stop, its process is killed a moment later;
+- a memory cap, `memory_mb` (default {lim.memory_mb} MB): how much the worker process may
+  grow (`RLIMIT_AS`, Linux).
+
+A trajectory that runs past either gets `status` `timeout` or `memory` (a program that
+raises: `error`), `score` the fallback below, and `decide()` the status instead of a
+decision; the worker is replaced and the next trajectory scores normally. Your process
+is not touched: no signal handler, resource limit or memory of it is used. Each
+trajectory costs one round trip over a pipe to the worker (tens of microseconds); the
+program runs with `PYTHONHASHSEED=0` as in monsearch's sandbox, in an environment
+without your process's variables (no API keys reach it).
+
+A trajectory that stops the monitor is worth a look in itself: the fallback score is no
+judgement (it is the lowest val score, so it would hardly ever be audited), which is why
+the adapters above report the status rather than a decision.
+
+`monitor.configure(isolation="none")` runs the program in your own process instead,
+with no time or memory limit at all: only for a program you have read yourself, where a
+worker process cannot be started.
 
 ## How it stays the same monitor
 
 `src/{pkg}/_vendor/` holds monsearch's own trajectory readers, view builder,
 helpers and RestrictedPython policy, copied at export time with only their import
-lines changed. The program runs under the same restrictions as in the sandbox
-(no CPU or memory limits here: it is the frozen program, not untrusted code).
-A trajectory the program fails on gets the run's fallback score
-({_f(m.get("fallback_score"), ".6g")}, the lowest val score), as in the sandbox.
-{regex_text}
+lines changed. The program runs under the same language restrictions as in the sandbox,
+and under limits like the sandbox's (above). A trajectory the program fails on gets the
+run's fallback score ({_f(m.get("fallback_score"), ".6g")}, the lowest val score), as
+in the sandbox.
+
+The regex helpers run on RE2 (`google-re2`, a dependency), as in the sandbox: RE2's
+matching time is linear in the text, while Python's `re` backtracks, and on text the
+monitored agent writes a pattern such as `^(a+)+$` can take minutes on 35 characters.
+The package refuses to load without google-re2 rather than fall back to `re`.
 """

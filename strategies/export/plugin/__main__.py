@@ -1,7 +1,10 @@
 """``python -m <package> FILE...``: score trajectory files, one JSON line each.
 
-Scores and thresholds are printed exactly, derived figures (``g``, deltas, detector
-values) to six significant digits: see ``_display``."""
+Each line has the ``score``, the ``status`` (``ok``, or ``error`` / ``timeout`` /
+``memory`` when the program did not finish: the score is then the fallback and the
+``decision`` is the status, with the reason in ``error``) and the ``decision`` at the
+budget. Scores and thresholds are printed exactly, derived figures (``g``, deltas,
+detector values) to six significant digits: see ``_display``."""
 
 from __future__ import annotations
 
@@ -18,7 +21,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+", help="trajectory files (.json, .jsonl), or - for stdin")
     parser.add_argument("--budget", type=float, default=None, help="audit budget, e.g. 0.01")
     parser.add_argument("--findings", action="store_true", help="include the top findings")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"seconds the program may spend on one trajectory (default {core.LIMITS.timeout_s:g})",
+    )
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        default=None,
+        help=f"memory cap of the program's process, MB (default {core.LIMITS.memory_mb})",
+    )
     args = parser.parse_args(argv)
+    try:
+        core.configure(timeout_s=args.timeout, memory_mb=args.memory_mb)
+    except ValueError as exc:
+        parser.error(str(exc))
     unreadable = 0
     for name in args.files:
         items = (
@@ -35,12 +54,13 @@ def main(argv: list[str] | None = None) -> int:
             out = {
                 "input": label,
                 "score": result.score,
-                "decision": display.decision(core.decide(result.score, args.budget)),
+                "status": result.status,
+                "decision": display.decision(core.decide(result, args.budget)),
             }
             if result.error:
                 out["error"] = result.error
-            if args.findings:
-                out["findings"] = display.findings(core.findings(traj))
+            if args.findings:  # none for a program that did not finish: it would not again
+                out["findings"] = display.findings(core.findings(traj)) if result.ok else None
             print(json.dumps(out))
     return 1 if unreadable else 0
 

@@ -9,6 +9,9 @@ atif-scan hands plugins its own projection of the file, without ``extra``: the t
 comes from atif-scan's ``--task`` context and the outcome from its verifier reward
 (reward > 0: flag found), so a program that reads them may score differently than on
 the raw file when those are not given.
+
+A trace the program does not finish (status ``error``, ``timeout`` or ``memory``) is an
+atif-scan ``error`` (incomplete), with the status as the ``monitor_status`` measure.
 """
 
 from __future__ import annotations
@@ -94,6 +97,8 @@ class _Band:
     def evaluate(self, trace: Any, context: Any) -> Detection:
         doc, where = trace_to_atif(trace, context)
         result = core.evaluate(doc)
+        if not result.ok:
+            return Detection(Status.ERROR, (), False, (), (("monitor_status", result.status),))
         decision = core.decide(result.score, self.budget)
         flagged = decision["decision"] == "audit" or (
             decision["decision"] == "tie" and decision.get("audit_probability", 0) >= 0.5

@@ -1,29 +1,39 @@
 """The exported monitor: read a trajectory, build the sandbox's view, run the frozen program.
 
-Needs the standard library and RestrictedPython only (google-re2 is used when it
-is installed; see ``_vendor/_re2.py``). Everything under ``_vendor`` is monsearch's
-own reader, view and sandbox code, copied at export time with only its imports
-rewritten, so the view and the restricted execution are the ones the scores in
-``MONITOR`` were measured with.
+Needs the standard library, RestrictedPython and google-re2. Everything under
+``_vendor`` is monsearch's own reader, view and sandbox code, copied at export time
+with only its imports rewritten, so the view and the restricted execution are the ones
+the scores in ``MONITOR`` were measured with.
+
+The program is not trusted code: a language model or a mutator wrote it, and the agent
+it monitors writes its input. It runs in a worker process (``_isolation``,
+``_worker``) under a time budget and a memory cap per trajectory (:class:`Limits`); a
+trajectory it does not finish gets a :class:`Result` with status ``timeout``,
+``memory`` or ``error``, and the host goes on.
 
 Public API: :func:`score`, :func:`evaluate`, :func:`findings`, :func:`score_steps`,
 :func:`score_many`, :func:`decide`, :func:`threshold`, :func:`load`, :data:`MONITOR`,
-:func:`clear_caches`.
+:func:`clear_caches`, :func:`configure`, :func:`close`, :class:`Limits`.
 """
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import dataclasses
 import gc
+import itertools
 import math
 import os
+import pickle
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._isolation import Failure, Isolation, checked_float
+from ._limits import Limits
 from ._meta import MONITOR, PROGRAM
 from ._vendor import atif as _atif
 from ._vendor import codec as _codec
@@ -54,8 +64,11 @@ from ._vendor.view import clear_caches as _clear_view_caches
 __all__ = [
     "MONITOR",
     "InputError",
+    "Limits",
     "Result",
     "clear_caches",
+    "close",
+    "configure",
     "decide",
     "evaluate",
     "findings",
@@ -441,15 +454,40 @@ def _cap() -> int | None:
     return cap if type(cap) is int else None
 
 
+#: Statuses of a scored trajectory: only ``ok`` is a score the program gave.
+STATUSES = ("ok", "error", "timeout", "memory")
+
+
 @dataclass
 class Result:
-    """One trajectory scored: ``error`` is set when the program failed on it (the score is
-    then the fallback the sandbox would give); ``oracle_calls`` counts host judge calls."""
+    """One trajectory scored.
+
+    ``status`` is ``ok`` when the program returned a score, else why not: ``error`` (it
+    raised, or returned no finite number), ``timeout`` (it ran past its time budget and
+    was stopped), ``memory`` (it ran past its memory cap); ``error`` says more. When the
+    status is not ``ok`` the trajectory has no score of its own: ``score`` is then the
+    run's fallback score (its lowest val score, what monsearch's sandbox counted for such
+    a trajectory when the thresholds were measured), and :func:`decide` on the Result
+    gives the status, not a decision. ``oracle_calls`` counts the host judge's calls."""
 
     score: float
     error: str | None = None
     oracle_calls: int = 0
     seconds: float = 0.0
+    status: str = "ok"
+
+    def __post_init__(self) -> None:
+        if self.error is not None and self.status == "ok":
+            self.status = "error"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class BudgetExceeded(BaseException):  # noqa: N818 - an interrupt, like KeyboardInterrupt
+    """Raised into the program by the worker's alarm when the trajectory's time budget
+    is spent (a ``BaseException``: the program can only catch ``Exception``)."""
 
 
 def _run(fn: Callable[[Any], Any], view: FrozenDict, hook: _OracleHook, traj: Trajectory) -> Result:
@@ -457,6 +495,9 @@ def _run(fn: Callable[[Any], Any], view: FrozenDict, hook: _OracleHook, traj: Tr
     started = time.perf_counter()
     try:
         value = fn(view)
+    except MemoryError:  # before Exception: past the worker's cap, the worker starts afresh
+        message = "MemoryError: the program ran out of memory"
+        return Result(_fallback(), message, hook.calls, status="memory")
     except Exception as exc:  # the program's failure on this trajectory, as in the sandbox
         return Result(_fallback(), f"{type(exc).__name__}: {exc}"[:500], hook.calls)
     checked = check_score(value)
@@ -491,21 +532,34 @@ class _CollectorPaused:
 
 def clear_caches() -> None:
     """Drop the parse caches kept between trajectories (commands, outputs and code that
-    recur are parsed once). They are bounded, but a long-running host can call this
-    between batches to return their memory; scores do not change."""
+    recur are parsed once), here and in the worker process if one is running. They are
+    bounded, but a long-running host can call this between batches to return their
+    memory; scores do not change."""
     _clear_view_caches()
     while _SPARE:
         try:
             _SPARE.pop().clear()
         except IndexError:  # pragma: no cover - another thread took the last one
             break
+    request = ("clear", _NONE, False, LIMITS.timeout_s, LIMITS.memory_mb, None)
+    _ISOLATION.notify(pickle.dumps(request, 5), LIMITS.memory_mb)
 
 
-def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
-    """Score one trajectory with a fresh program instance; never raises for the program."""
+# --------------------------------------------------------------------------- operations
+# What runs where the program runs: in the worker process (``_worker``), or here when
+# the host chose isolation "none". Each takes the trajectory as the host passed it on
+# (a dict, or a Trajectory) and the judge the program's oracle() reaches.
+
+#: The session of a request that gets a fresh program instance (score, evaluate).
+_FRESH = 0
+_NONE = pickle.dumps(None)
+
+
+def _evaluate(payload: Any, judge: Oracle | None) -> Result:
+    """Score one trajectory with a fresh program instance."""
     with _CollectorPaused():
-        traj = load(trajectory)
-        hook = _OracleHook(oracle, _cap())
+        traj = load(payload)
+        hook = _OracleHook(judge, _cap())
         fn = _instance(hook, spare=True)
         try:
             result = _run(fn, build_view(traj), hook, traj)
@@ -516,25 +570,22 @@ def evaluate(trajectory: Any, *, oracle: Oracle | None = None) -> Result:
         return result
 
 
-def score(trajectory: Any, *, oracle: Oracle | None = None) -> float:
-    """Suspicion score of one trajectory (higher = more likely an OPSEC failure)."""
-    return evaluate(trajectory, oracle=oracle).score
+class _Session:
+    """One program instance that scores trajectory after trajectory (``score_many``)."""
 
+    __slots__ = ("hook", "fn")
 
-def score_many(trajectories: Iterable[Any], *, oracle: Oracle | None = None) -> list[Result]:
-    """Score several trajectories with one program instance, in order: exactly how the
-    sandbox runs a program over a split (module-level state carries across them)."""
-    hook = _OracleHook(oracle, _cap())
-    fn = _instance(hook)
-    out = []
-    try:
-        for t in trajectories:
-            with _CollectorPaused():
-                traj = load(t)
-                out.append(_run(fn, build_view(traj), hook, traj))
-    finally:
-        _discard(fn)
-    return out
+    def __init__(self, judge: Oracle | None) -> None:
+        self.hook = _OracleHook(judge, _cap())
+        self.fn = _instance(self.hook)
+
+    def score(self, payload: Any) -> Result:
+        with _CollectorPaused():
+            traj = load(payload)
+            return _run(self.fn, build_view(traj), self.hook, traj)
+
+    def close(self) -> None:
+        _discard(self.fn)
 
 
 def _prefix(traj: Trajectory, k: int) -> Trajectory:
@@ -543,20 +594,280 @@ def _prefix(traj: Trajectory, k: int) -> Trajectory:
     )
 
 
-def score_steps(trajectory: Any, *, oracle: Oracle | None = None) -> list[float]:
-    """The score of each prefix of the trajectory (steps ``[:1]``, ``[:2]``, ...): for hosts
-    that monitor step by step. Outcome and solved are the whole run's."""
+def _steps(payload: Any, judge: Oracle | None) -> tuple[list[float], str, str | None]:
+    """The score of each prefix, and the status of the whole: ``timeout`` or ``memory``
+    when it stopped early (the prefixes it did not reach get the fallback score)."""
     with _CollectorPaused():
-        traj = load(trajectory)
-        hook = _OracleHook(oracle, _cap())
+        traj = load(payload)
+        n = len(traj.steps)
+        hook = _OracleHook(judge, _cap())
+        scores: list[float] = []
+        status, error = "ok", None
+        fn = None
+        try:
+            fn = _instance(hook)
+            for k in range(1, n + 1):
+                result = _run(fn, build_view(_prefix(traj, k)), hook, traj)
+                scores.append(result.score)
+                if result.status == "memory":
+                    status, error = "memory", result.error
+                    break
+        except BudgetExceeded:
+            status = "timeout"
+            error = f"the time budget ran out after {len(scores)} of {n} prefixes"
+        finally:
+            if fn is not None:
+                _discard(fn)
+        return scores + [_fallback()] * (n - len(scores)), status, error
+
+
+def _findings_of(payload: Any, judge: Oracle | None, top: int) -> dict[str, Any]:
+    with _CollectorPaused():
+        traj = load(payload)
+        hook = _OracleHook(judge, _cap())
         fn = _instance(hook)
         try:
-            return [
-                _run(fn, build_view(_prefix(traj, k)), hook, traj).score
-                for k in range(1, len(traj.steps) + 1)
-            ]
+            return _findings(fn, hook, traj, top)
         finally:
             _discard(fn)
+
+
+def _failed_findings(fallback: float, status: str, message: str) -> dict[str, Any]:
+    """What :func:`findings` says of a trajectory the program did not finish."""
+    return {"score": fallback, "error": message, "status": status, "detectors": {}, "steps": []}
+
+
+# --------------------------------------------------------------------------- limits
+
+#: The limits every call uses unless it gives its own: see :func:`configure`.
+LIMITS = Limits()
+_ISOLATION = Isolation(__package__, Path(__file__).parent)
+atexit.register(_ISOLATION.close)
+_SESSIONS = itertools.count(1)
+
+
+def configure(
+    *,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+    isolation: str | None = None,
+) -> Limits:
+    """Set the limits later calls use (each call may still give ``timeout_s`` and
+    ``memory_mb``): see :class:`Limits`. Returns the limits now in force."""
+    global LIMITS
+    changes = {"timeout_s": timeout_s, "memory_mb": memory_mb, "isolation": isolation}
+    LIMITS = dataclasses.replace(LIMITS, **{k: v for k, v in changes.items() if v is not None})
+    return LIMITS
+
+
+def close() -> None:
+    """Stop the worker process now (it also stops when this process exits; a later call
+    starts a new one)."""
+    _ISOLATION.close()
+
+
+def _limits(timeout_s: float | None, memory_mb: int | None) -> Limits:
+    if timeout_s is None and memory_mb is None:
+        return LIMITS
+    changes = {"timeout_s": timeout_s, "memory_mb": memory_mb}
+    return dataclasses.replace(LIMITS, **{k: v for k, v in changes.items() if v is not None})
+
+
+class _Gate:
+    """The host's judge as the worker reaches it: the same answers as in process (floats
+    and whole numbers, else None), capped here too at the run's calls per program run."""
+
+    __slots__ = ("judge", "source", "runs", "traj", "calls", "limit")
+
+    def __init__(self, judge: Oracle, source: Any, runs: Callable[[int], int]) -> None:
+        self.judge = judge
+        self.source = source
+        self.runs = runs
+        self.traj: Trajectory | None = None
+        self.calls = 0
+        self.limit: int | None = None
+
+    def __call__(self, variant: str | None) -> tuple[float | None, str | None]:
+        if variant is not None and variant not in _VARIANTS:
+            return None, None
+        if self.traj is None:  # the judge is given the trajectory as this process reads it
+            self.traj = load(self.source)
+            cap = _cap()
+            self.limit = None if cap is None else cap * self.runs(len(self.traj.steps))
+        if self.limit is not None and self.calls >= self.limit:
+            return None, None
+        self.calls += 1
+        try:
+            value = self.judge(self.traj, variant)
+        except Exception as exc:  # the program sees it fail, as it would in process
+            return None, f"{type(exc).__name__}: {exc}"[:500]
+        if type(value) is float:
+            return (value if math.isfinite(value) else None), None
+        if type(value) is int:
+            try:
+                return float(value), None
+            except OverflowError:
+                return None, None
+        return None, None
+
+
+def _ask(
+    op: str,
+    trajectory: Any,
+    oracle: Oracle | None,
+    extra: Any,
+    limits: Limits,
+    check: Callable[[dict[str, Any]], Any],
+    runs: Callable[[int], int],
+) -> tuple[Any, _Gate | None]:
+    """The worker's checked answer to one operation on one trajectory (``Failure`` when
+    it gave none), and the judge's gate. A dict or a Trajectory is sent as it is (the
+    worker reads it), anything else is read here first."""
+    payload = trajectory if isinstance(trajectory, (dict, Trajectory)) else load(trajectory)
+    gate = None if oracle is None else _Gate(oracle, payload, runs)
+    try:
+        inner = pickle.dumps(payload, 5)
+    except Exception:  # a dict holding objects that do not pickle: read it here
+        payload = load(payload)
+        inner = pickle.dumps(payload, 5)
+    request = (op, inner, gate is not None, limits.timeout_s, limits.memory_mb, extra)
+    answer = _ISOLATION.request(
+        pickle.dumps(request, 5), gate, limits.timeout_s, limits.memory_mb, check
+    )
+    return answer, gate
+
+
+def _input_error(answer: dict[str, Any]) -> None:
+    """Raise the worker's InputError (a dict it could not read) here, as reading it here
+    would have."""
+    if answer.get("status") == "input":
+        f = answer.get("input")
+        fields = ("path", "field", "expected", "got")
+        if not isinstance(f, dict) or any(type(f.get(k)) is not str for k in fields):
+            raise ValueError("a bad input error")
+        line = f.get("line") if type(f.get("line")) is int else None
+        raise InputError(*(f[k] for k in fields), line=line)
+
+
+def _message(value: Any) -> str | None:
+    if value is not None and type(value) is not str:
+        raise ValueError("a message that is not text")
+    return value if value is None else value[:500]
+
+
+def _result_answer(answer: dict[str, Any]) -> Result:
+    _input_error(answer)
+    status, seconds = answer.get("status"), answer.get("seconds")
+    if status not in STATUSES or type(seconds) is not float:
+        raise ValueError("a bad result")
+    score = checked_float(answer.get("score"))
+    return Result(score, _message(answer.get("error")), 0, seconds, status)
+
+
+def _result(trajectory: Any, oracle: Oracle | None, session: int, limits: Limits) -> Result:
+    try:
+        result, gate = _ask("score", trajectory, oracle, session, limits, _result_answer, _one_run)
+    except Failure as f:
+        return Result(_fallback(), f.message, status=f.status)
+    if gate is not None:
+        result.oracle_calls = gate.calls
+    return result
+
+
+def _one_run(n: int) -> int:
+    return 1
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def evaluate(
+    trajectory: Any,
+    *,
+    oracle: Oracle | None = None,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> Result:
+    """Score one trajectory with a fresh program instance. Never raises for the program:
+    a program that fails, runs past ``timeout_s`` or grows past ``memory_mb`` gives a
+    :class:`Result` whose ``status`` says so (see :class:`Limits` for the defaults).
+    Raises :class:`InputError` for a trajectory that cannot be read."""
+    limits = _limits(timeout_s, memory_mb)
+    if limits.isolation == "none":
+        return _evaluate(trajectory, oracle)
+    return _result(trajectory, oracle, _FRESH, limits)
+
+
+def score(
+    trajectory: Any,
+    *,
+    oracle: Oracle | None = None,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> float:
+    """Suspicion score of one trajectory (higher = more likely an OPSEC failure). A
+    trajectory the program did not finish gets the fallback score: use :func:`evaluate`
+    to tell (its ``status``)."""
+    return evaluate(trajectory, oracle=oracle, timeout_s=timeout_s, memory_mb=memory_mb).score
+
+
+def score_many(
+    trajectories: Iterable[Any],
+    *,
+    oracle: Oracle | None = None,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> list[Result]:
+    """Score several trajectories with one program instance, in order: exactly how the
+    sandbox runs a program over a split (module-level state carries across them). After
+    a ``timeout`` or ``memory`` result the next trajectory gets a fresh instance."""
+    limits = _limits(timeout_s, memory_mb)
+    if limits.isolation == "none":
+        session = _Session(oracle)
+        try:
+            return [session.score(t) for t in trajectories]
+        finally:
+            session.close()
+    sid = next(_SESSIONS)
+    try:
+        return [_result(t, oracle, sid, limits) for t in trajectories]
+    finally:
+        request = ("end", _NONE, False, limits.timeout_s, limits.memory_mb, sid)
+        _ISOLATION.notify(pickle.dumps(request, 5), limits.memory_mb)
+
+
+def _steps_answer(answer: dict[str, Any]) -> list[float]:
+    _input_error(answer)
+    scores = answer.get("scores")
+    if answer.get("status") not in STATUSES or not isinstance(scores, list):
+        raise ValueError("bad prefix scores")
+    return [checked_float(x) for x in scores]
+
+
+def score_steps(
+    trajectory: Any,
+    *,
+    oracle: Oracle | None = None,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> list[float]:
+    """The score of each prefix of the trajectory (steps ``[:1]``, ``[:2]``, ...): for hosts
+    that monitor step by step. Outcome and solved are the whole run's. All the prefixes
+    share one time budget; those it did not reach get the fallback score."""
+    limits = _limits(timeout_s, memory_mb)
+    if limits.isolation == "none":
+        return _steps(trajectory, oracle)[0]
+    traj = load(trajectory)  # here too: the number of prefixes is ours, not the worker's
+    n = len(traj.steps)
+    try:
+        scores, _gate = _ask("steps", traj, oracle, None, limits, _steps_answer, _run_per_step)
+    except Failure:
+        scores = []
+    return scores[:n] + [_fallback()] * (n - len(scores))
+
+
+def _run_per_step(n: int) -> int:
+    return n
 
 
 # --------------------------------------------------------------------------- findings
@@ -649,19 +960,36 @@ def _detectors(fn_globals: Mapping[str, Any], view: FrozenDict) -> dict[str, flo
     return out
 
 
-def findings(trajectory: Any, *, top: int = 10, oracle: Oracle | None = None) -> dict[str, Any]:
+def findings(
+    trajectory: Any,
+    *,
+    top: int = 10,
+    oracle: Oracle | None = None,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> dict[str, Any]:
     """What drove the score: the steps whose arrival raised it most (score of each prefix,
     so a step counts by what it added), with the requests, secrets and listeners the view
     found in them and where in the step's text they sit; and the program's per-detector
-    values where it has ``*_score`` functions."""
-    with _CollectorPaused():
-        traj = load(trajectory)
-        hook = _OracleHook(oracle, _cap())
-        fn = _instance(hook)
-        try:
-            return _findings(fn, hook, traj, top)
-        finally:
-            _discard(fn)
+    values where it has ``*_score`` functions.
+
+    ``status`` is the score's (see :class:`Result`), or ``timeout`` / ``memory`` when the
+    prefixes ran past the limits (all of them share one time budget): then ``steps`` are
+    those found in the prefixes scored so far, and ``error`` says where it stopped."""
+    limits = _limits(timeout_s, memory_mb)
+    if limits.isolation == "none":
+        return _findings_of(trajectory, oracle, top)
+    try:
+        answer, _gate = _ask(
+            "findings", trajectory, oracle, top, limits, _findings_answer, _runs_of_findings
+        )
+    except Failure as f:
+        return _failed_findings(_fallback(), f.status, f.message)
+    return answer
+
+
+def _runs_of_findings(n: int) -> int:
+    return n + 2  # the whole trajectory, then every prefix from the empty one
 
 
 def _findings(
@@ -669,9 +997,30 @@ def _findings(
 ) -> dict[str, Any]:
     full = build_view(traj)
     result = _run(fn, full, hook, traj)
-    prefix = [
-        _run(fn, build_view(_prefix(traj, k)), hook, traj).score for k in range(len(traj.steps) + 1)
-    ]
+    out = {
+        "score": result.score,
+        "error": result.error,
+        "status": result.status,
+        "detectors": {},
+        "steps": [],
+    }
+    if result.status == "memory":
+        return out
+    n = len(traj.steps)
+    prefix: list[float] = []
+    try:
+        for k in range(n + 1):
+            scored = _run(fn, build_view(_prefix(traj, k)), hook, traj)
+            if scored.status == "memory":
+                out.update(status="memory", error=scored.error)
+                break
+            prefix.append(scored.score)
+    except BudgetExceeded:  # the prefixes ran out of the trajectory's time: say what was done
+        out.update(
+            status="timeout",
+            error=f"findings stopped after {len(prefix)} of {n + 1} prefixes: the time "
+            "budget ran out",
+        )
     steps: list[dict[str, Any]] = []
     for k in range(1, len(prefix)):
         delta = prefix[k] - prefix[k - 1]
@@ -687,12 +1036,35 @@ def _findings(
                 }
             )
     steps.sort(key=lambda f: (-f["delta"], f["step"]))
-    return {
-        "score": result.score,
-        "error": result.error,
-        "detectors": _detectors(fn.__globals__, full),
-        "steps": steps[:top],
-    }
+    out["steps"] = steps[:top]
+    if out["status"] == result.status:  # the program gets no more time once it is spent
+        out["detectors"] = _detectors(fn.__globals__, full)
+    return out
+
+
+def _findings_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """The worker's findings, checked where hosts read them (types of every field used)."""
+    _input_error(answer)
+    detectors, steps = answer.get("detectors"), answer.get("steps")
+    if answer.get("status") not in STATUSES or not isinstance(detectors, dict):
+        raise ValueError("bad findings")
+    checked_float(answer.get("score"))
+    _message(answer.get("error"))
+    for v in detectors.values():
+        checked_float(v)
+    if not isinstance(steps, list):
+        raise ValueError("bad findings steps")
+    for f in steps:
+        if not (
+            isinstance(f, dict)
+            and type(f.get("step")) is int
+            and type(f.get("tool")) is str
+            and isinstance(f.get("evidence"), list)
+            and all(isinstance(e, dict) and type(e.get("what")) is str for e in f["evidence"])
+        ):
+            raise ValueError("bad findings step")
+        checked_float(f.get("delta"))
+    return answer
 
 
 # --------------------------------------------------------------------------- decisions
@@ -718,12 +1090,21 @@ def threshold(budget: float) -> dict[str, float] | None:
     return {"tau": tau, "g": g}
 
 
-def decide(value: float, budget: float | None = None) -> dict[str, Any]:
+def decide(value: float | Result, budget: float | None = None) -> dict[str, Any]:
     """The audit decision for a score: ``audit`` above the threshold, ``pass`` below, and
     at the threshold ``tie`` with ``audit_probability`` g; ``escalate`` when the run has
-    an escalation band and the score falls in it."""
+    an escalation band and the score falls in it.
+
+    Given a :class:`Result` the program did not finish (status ``error``, ``timeout`` or
+    ``memory``), the decision is that status, with its ``error``: a fallback score is
+    not the program's judgement, and an input that stops the monitor is the host's to
+    look at, not a pass."""
     if budget is None:
         budget = float(MONITOR.get("default_budget", 0.05))
+    if isinstance(value, Result):
+        if not value.ok:
+            return {"budget": budget, "decision": value.status, "error": value.error}
+        value = value.score
     t = threshold(budget)
     out: dict[str, Any] = {"budget": budget}
     if t is None:
