@@ -448,7 +448,9 @@ def test_monsearch_score_reports_the_status(hostile, tmp_path, monitor):
             assert r_bad["findings"] == [] and "time budget" in r_bad["error"]
             assert r_good["status"] == "ok" and r_good["score"] == float(len(benign.steps))
         else:
-            assert "timeout [program did not finish: fallback score] @ 5%" in proc.stdout
+            # The budget is in the decision column's header; the cell keeps the status.
+            assert "decision at 5%" in proc.stdout
+            assert "timeout [program did not finish: fallback score]" in proc.stdout
 
 
 def test_inspect_scorer_gives_no_score_for_a_stopped_transcript(hostile, tmp_path, monkeypatch):
