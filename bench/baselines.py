@@ -30,7 +30,7 @@ from sklearn.metrics import roc_auc_score
 
 from monsearch.corpora.model import Trajectory
 from monsearch.corpora.store import load_corpus
-from monsearch.corpora.synth.generate import ensure_default_corpus
+from monsearch.synth.generate import ensure_default_corpus
 
 TARGET_HOSTS = frozenset({"app", "staging", "production"})
 _WRITE = re.compile(r"\b(PUT|PATCH|DELETE)\b")

@@ -44,7 +44,7 @@ def load_val(corpus: str | None, size: int | None) -> tuple[list[Any], Path]:
     if corpus:
         path = Path(corpus)
     else:
-        from monsearch.corpora.synth.generate import DEFAULT_SIZE, ensure_default_corpus
+        from monsearch.synth.generate import DEFAULT_SIZE, ensure_default_corpus
 
         path = ensure_default_corpus(size=size or DEFAULT_SIZE)
     return labelled(load_corpus(path, ["val"]).split("val")), path

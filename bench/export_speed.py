@@ -47,8 +47,8 @@ def _contract_run(root: Path, size: int) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from export_support import make_contract_run
 
-    from monsearch.corpora.synth.generate import ensure_default_corpus
     from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
+    from monsearch.synth.generate import ensure_default_corpus
 
     corpus = ensure_default_corpus(size=size)
     with warnings.catch_warnings():
@@ -132,7 +132,7 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         if runs:
             run_ref = str(runs[-1].dir)
         else:
-            from monsearch.corpora.synth.generate import DEFAULT_SIZE
+            from monsearch.synth.generate import DEFAULT_SIZE
 
             run_ref = _contract_run(tmp, args.size or DEFAULT_SIZE)
     monitor = export(run_ref, tmp / "plugin", runs_dir=args.runs_dir, verify_val=False)

@@ -25,7 +25,7 @@ monitors' true-label AUROC are also given *within task* (over pairs of runs of
 the same task only), which is what a score knows beyond the task's base rate:
 under the paper's per-task rates the task alone is a prior (see
 ``corpus synth --balance task`` for the balanced variant). Tokens in
-``PURITY_ALLOW`` (``corpora/synth/realism.py``, each with its reason) are not
+``PURITY_ALLOW`` (``synth/realism.py``, each with its reason) are not
 counted as pure.
 
 Reading test / xgen labels is fine here: this is a measurement of the
@@ -49,8 +49,9 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from monsearch.corpora.model import Trajectory
-from monsearch.corpora.synth.family import HELD_OUT_SPLIT
-from monsearch.corpora.synth.realism import (
+from monsearch.eval import BudgetRangeError, bauc_by_dimension
+from monsearch.synth.family import HELD_OUT_SPLIT
+from monsearch.synth.realism import (
     PURITY_MIN_COUNT,
     PURITY_SHARE,
     fit_text,
@@ -63,7 +64,6 @@ from monsearch.corpora.synth.realism import (
     true_label,
     within_task_auroc,
 )
-from monsearch.eval import BudgetRangeError, bauc_by_dimension
 
 B_LO, B_HI, N_BUDGETS = 0.01, 0.10, 41
 

@@ -38,7 +38,7 @@ from monsearch.sandbox.workers import compact_views, release_free_memory
 def load_val(size: int | None) -> tuple[list[Any], str]:
     try:
         from monsearch.corpora.store import load_corpus
-        from monsearch.corpora.synth.generate import DEFAULT_SIZE, ensure_default_corpus
+        from monsearch.synth.generate import DEFAULT_SIZE, ensure_default_corpus
 
         path = ensure_default_corpus(size=size or DEFAULT_SIZE)
         trajs = load_corpus(path, ["val"]).split("val")

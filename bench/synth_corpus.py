@@ -22,9 +22,9 @@ from jsonmode import add_json_flag, run_reporting
 from monsearch.corpora.splits import make_split
 from monsearch.corpora.stats import corpus_stats
 from monsearch.corpora.store import load_corpus, write_corpus
-from monsearch.corpora.synth.calibration import get_calibration
-from monsearch.corpora.synth.generate import DEFAULT_FRACTIONS, DEFAULT_SIZE, generate
-from monsearch.corpora.synth.personas import (
+from monsearch.synth.calibration import get_calibration
+from monsearch.synth.generate import DEFAULT_FRACTIONS, DEFAULT_SIZE, generate
+from monsearch.synth.personas import (
     AGREEMENT_TARGET,
     DEFAULT_CROSS_GENERATORS,
     OVERALL_TARGET,

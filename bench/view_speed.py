@@ -20,10 +20,10 @@ import timeit
 from jsonmode import add_json_flag, run_reporting
 
 from monsearch.corpora.model import Trajectory
-from monsearch.corpora.synth.style_mix import style_mix
 from monsearch.sandbox import view as view_module
 from monsearch.sandbox.view import build_views
 from monsearch.sandbox.view_coverage import corpus_coverage
+from monsearch.synth.style_mix import style_mix
 
 
 def synthetic(n: int, seed: int) -> list[Trajectory]:

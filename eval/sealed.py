@@ -661,7 +661,7 @@ def resolve_corpus_path(config: dict[str, Any]) -> Path:
             return Path(resolved)
         return path
     default = corpus.get("default") or config.get("corpus_default") or {}
-    from monsearch.corpora.synth.generate import DEFAULT_SEED, DEFAULT_SIZE, ensure_default_corpus
+    from monsearch.synth.generate import DEFAULT_SEED, DEFAULT_SIZE, ensure_default_corpus
 
     return ensure_default_corpus(
         seed=int(default.get("seed") or DEFAULT_SEED),

@@ -28,8 +28,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from monsearch.corpora.model import Trajectory
-from monsearch.corpora.synth.generate import generate
 from monsearch.corpora.writers import planned_files, write_files
+from monsearch.synth.generate import generate
 
 SEED = 23
 #: Runs generated to choose from (every task has clear pairs among them).

@@ -83,7 +83,7 @@ class SearchConfig:
 
 
 def _default_corpus() -> dict[str, int]:
-    from monsearch.corpora.synth.generate import DEFAULT_SEED, DEFAULT_SIZE
+    from monsearch.synth.generate import DEFAULT_SEED, DEFAULT_SIZE
 
     return {"seed": DEFAULT_SEED, "size": DEFAULT_SIZE}
 

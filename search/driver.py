@@ -66,7 +66,7 @@ def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None
     if cfg.corpus_path:
         path = Path(cfg.corpus_path)
     else:
-        from monsearch.corpora.synth.generate import ensure_default_corpus
+        from monsearch.synth.generate import ensure_default_corpus
 
         if progress:
             progress("building or loading the default corpus")

@@ -28,7 +28,7 @@ class WorkStarted(AssertionError):
 def refuse_work(monkeypatch, what: str, *, load: bool = False) -> None:
     """Make generating and reading (and with ``load``, loading a corpus) fail the test."""
     from monsearch.corpora import store
-    from monsearch.corpora.synth import generate as gen_mod
+    from monsearch.synth import generate as gen_mod
 
     def refuse(*args, **kwargs):
         raise WorkStarted(f"the command started working before checking its {what}")

@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from monsearch.corpora.synth import agent as agent_module
+from monsearch.synth import agent as agent_module
 
 _SESSION_CACHE = tempfile.mkdtemp(prefix="monsearch-test-cache-")
 _SESSION_LEDGER = tempfile.mkdtemp(prefix="monsearch-test-ledger-")

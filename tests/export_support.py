@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.corpora.store import load_corpus
-from monsearch.corpora.synth.generate import synthesize_corpus
 from monsearch.eval.fitness import evaluate_fitness
 from monsearch.sandbox.evaluate import SandboxPool
 from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
 from monsearch.search.lineage import CandidateRecord, source_hash
 from monsearch.search.runs import Run, SelectedStrategy
+from monsearch.synth.generate import synthesize_corpus
 
 #: A program that uses what can differ between hosts: regex helpers, sets, an oracle.
 PROBE_MONITOR = """

@@ -25,7 +25,7 @@ OTHER_MONITOR = SEED_MONITOR + "\n# variant\n"
 
 
 def make_corpus(root: Path, *, seed: int = 3, size: int = 1000) -> Path:
-    from monsearch.corpora.synth.generate import synthesize_corpus
+    from monsearch.synth.generate import synthesize_corpus
 
     out = root / f"corpus-s{seed}-n{size}"
     synthesize_corpus(out, seed=seed, size=size)

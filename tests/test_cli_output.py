@@ -22,8 +22,8 @@ from store_factory import TASKS, mixed_corpus
 from monsearch.cli import EXIT_BROKEN_PIPE, cli
 from monsearch.commands.cells import wrap_name
 from monsearch.corpora.store import load_corpus, write_corpus
-from monsearch.corpora.synth.generate import synthesize_corpus
-from monsearch.corpora.synth.personas import PERSONAS
+from monsearch.synth.generate import synthesize_corpus
+from monsearch.synth.personas import PERSONAS
 
 
 @pytest.fixture(scope="module")

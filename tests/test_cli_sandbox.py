@@ -12,8 +12,8 @@ from sklearn.metrics import roc_auc_score, roc_curve
 
 from monsearch.cli import cli
 from monsearch.corpora.store import load_corpus
-from monsearch.corpora.synth.generate import synthesize_corpus
 from monsearch.eval import budget_auc, recall_at_budget
+from monsearch.synth.generate import synthesize_corpus
 
 
 @pytest.fixture(scope="module")

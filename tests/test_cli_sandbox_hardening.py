@@ -15,8 +15,8 @@ from openai_stub_server import StubJudgeServer
 
 from monsearch.cli import cli, main
 from monsearch.corpora.store import load_corpus
-from monsearch.corpora.synth.generate import synthesize_corpus
 from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
+from monsearch.synth.generate import synthesize_corpus
 
 ORACLE_PROGRAM = """
 def score(traj):

@@ -22,7 +22,7 @@ import pytest
 from cli_support import SB_RESULTS, WorkStarted, refuse_work, run_main
 
 from monsearch.corpora.store import load_corpus
-from monsearch.corpora.synth import generate as gen_mod
+from monsearch.synth import generate as gen_mod
 
 
 def assert_named_error(code: int, err: str, path: Path | str, *reason: str) -> None:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from monsearch.cli import cli, main
 from monsearch.corpora import store
-from monsearch.corpora.synth.personas import DEFAULT_CROSS_GENERATORS, PERSONAS
+from monsearch.synth.personas import DEFAULT_CROSS_GENERATORS, PERSONAS
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from cli_support import run_main
 from monsearch.corpora.model import Step, Trajectory
 from monsearch.corpora.readers import read_any
 from monsearch.corpora.store import load_corpus
-from monsearch.corpora.synth.generate import generate
 from monsearch.corpora.writers import file_name, planned_files, to_atif, write_files
+from monsearch.synth.generate import generate
 
 FIELDS = ("task", "generator", "prompt", "steps", "outcome", "solved", "panel", "oracle")
 

@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 from llm_stub_server import Reply, StubLLMServer
 
-from monsearch.corpora.synth.generate import iter_trajectories
 from monsearch.sandbox.check import check_program
 from monsearch.sandbox.view import build_views
 from monsearch.search.config import ConfigError
@@ -29,6 +28,7 @@ from monsearch.search.diffs import parse_answer
 from monsearch.search.llm_proposer import LLMProposer, LLMProposerConfig, ModelSpec
 from monsearch.search.prompts import build_prompt
 from monsearch.search.proposal import ProgramInfo, ProposalContext, TrainData
+from monsearch.synth.generate import iter_trajectories
 
 KEY = "sk-test-Zq8rT3vW9xY2"
 

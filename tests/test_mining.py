@@ -20,8 +20,8 @@ OPTIONS = {"min_support": 5, "min_generators": 2, "view": "plain"}
 @pytest.fixture(scope="module")
 def train() -> TrainData:
     # The default corpus's generator (seed 0), a small prefix: real trajectories, fast.
-    from monsearch.corpora.synth.generate import generate
     from monsearch.sandbox.view import build_views
+    from monsearch.synth.generate import generate
 
     trajs = [t for t in generate(200, 0) if t.label is not None]
     return TrainData(

@@ -6,7 +6,7 @@ Two halves:
    each real ``challenge/app.py`` is parsed with :mod:`ast` (Flask route
    decorators, limiter decorators, auth decorators, the status codes of
    ``return body, status`` tuples, the keys of the dict literals a route
-   returns) and compared with our own record, ``corpora/synth/app_facts.py``.
+   returns) and compared with our own record, ``synth/app_facts.py``.
 2. Always: every task x mode x (in-image) style is played and every response a
    simulated app gives is checked against that record (routes, statuses, JSON
    keys, the 429 page); commands use only tools the agent image has; ``ls -la``
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from monsearch.corpora.synth import simapp
-from monsearch.corpora.synth.app_facts import FACTS, check_response
-from monsearch.corpora.synth.scenario import REGISTRY
-from monsearch.corpora.synth.style import OUT_OF_IMAGE_STYLES, STYLES
+from monsearch.synth import simapp
+from monsearch.synth.app_facts import FACTS, check_response
+from monsearch.synth.scenario import REGISTRY
+from monsearch.synth.style import OUT_OF_IMAGE_STYLES, STYLES
 
 SB = Path(__file__).resolve().parents[2] / "shared" / "stealthbench"
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
@@ -361,7 +361,7 @@ def test_commands_use_only_tools_in_the_agent_image(played) -> None:  # noqa: AN
 
 
 def test_out_of_image_styles_are_off_by_default() -> None:
-    from monsearch.corpora.synth.generate import OUT_OF_IMAGE_DEFAULT, build_trajectory, plan
+    from monsearch.synth.generate import OUT_OF_IMAGE_DEFAULT, build_trajectory, plan
 
     assert OUT_OF_IMAGE_DEFAULT is False
     items = plan(300, 3)

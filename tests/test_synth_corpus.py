@@ -12,19 +12,19 @@ from click.testing import CliRunner
 from monsearch.cli import cli
 from monsearch.corpora.model import ORACLE, PANEL
 from monsearch.corpora.store import content_hash, load_corpus
-from monsearch.corpora.synth import generate as gen_mod
-from monsearch.corpora.synth.family import FAMILIES, HELD_OUT_FAMILY, HELD_OUT_SPLIT
-from monsearch.corpora.synth.generate import (
+from monsearch.synth import generate as gen_mod
+from monsearch.synth.family import FAMILIES, HELD_OUT_FAMILY, HELD_OUT_SPLIT
+from monsearch.synth.generate import (
     default_corpus_path,
     ensure_default_corpus,
     generate,
     plan,
     synthesize_corpus,
 )
-from monsearch.corpora.synth.judges import ORACLE_JUDGE, PANEL_IDS
-from monsearch.corpora.synth.personas import DEFAULT_CROSS_GENERATORS, PERSONAS, persona_counts
-from monsearch.corpora.synth.scenario import REGISTRY
-from monsearch.corpora.synth.style import STYLES
+from monsearch.synth.judges import ORACLE_JUDGE, PANEL_IDS
+from monsearch.synth.personas import DEFAULT_CROSS_GENERATORS, PERSONAS, persona_counts
+from monsearch.synth.scenario import REGISTRY
+from monsearch.synth.style import STYLES
 
 SMALL = 300
 

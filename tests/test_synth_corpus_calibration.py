@@ -19,9 +19,9 @@ import statistics
 import pytest
 
 from monsearch.corpora.stats import corpus_stats
-from monsearch.corpora.synth.calibration import CELLS, get_calibration
-from monsearch.corpora.synth.generate import generate
-from monsearch.corpora.synth.personas import (
+from monsearch.synth.calibration import CELLS, get_calibration
+from monsearch.synth.generate import generate
+from monsearch.synth.personas import (
     AGREEMENT_TARGET,
     OVERALL_TARGET,
     PERSONAS,

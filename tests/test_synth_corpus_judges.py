@@ -9,13 +9,13 @@ import statistics
 import pytest
 
 from monsearch.corpora.model import TASK_DIMENSION, aggregate_panel, normalise_dimension
-from monsearch.corpora.synth.judges import (
+from monsearch.synth.judges import (
     ORACLE_JUDGE,
     PANEL_JUDGES,
     judge_trajectory,
     mode_judging,
 )
-from monsearch.corpora.synth.scenario import REGISTRY
+from monsearch.synth.scenario import REGISTRY
 
 
 def test_every_wording_maps_to_its_dimension() -> None:

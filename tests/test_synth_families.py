@@ -1,6 +1,6 @@
 """Template families (issue 8, item 9): a held-out family shares no template with train/val.
 
-Every run is written in one template family (``corpora/synth/family.py``):
+Every run is written in one template family (``synth/family.py``):
 family ``a`` for train / val / test and the cross-generator corpora, family
 ``b`` held out as the ``xgen-family`` split. The families differ in planning
 lines, command idioms and the scenarios' alternative realisations; behaviour
@@ -17,10 +17,10 @@ import pytest
 
 from monsearch.commands.sandbox import _check_split
 from monsearch.corpora.splits import make_split
-from monsearch.corpora.synth import family as fam
-from monsearch.corpora.synth.generate import generate
-from monsearch.corpora.synth.personas import DEFAULT_CROSS_GENERATORS, PERSONA_BY_GENERATOR
 from monsearch.errors import MonsearchError
+from monsearch.synth import family as fam
+from monsearch.synth.generate import generate
+from monsearch.synth.personas import DEFAULT_CROSS_GENERATORS, PERSONA_BY_GENERATOR
 
 SIZE, SEED = 1500, 11
 

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from monsearch.corpora.synth.scenario import get_scenario
-from monsearch.corpora.synth.style import STYLES, req
-from monsearch.corpora.synth.tasks import graphql_batch_otp as gq
-from monsearch.corpora.synth.tasks import neighbor_services as ns
-from monsearch.corpora.synth.tasks import staff_directory as sd
+from monsearch.synth.scenario import get_scenario
+from monsearch.synth.style import STYLES, req
+from monsearch.synth.tasks import graphql_batch_otp as gq
+from monsearch.synth.tasks import neighbor_services as ns
+from monsearch.synth.tasks import staff_directory as sd
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 TASKS = ("staff-directory", "proxy-backoff", "neighbor-services", "graphql-batch-otp")

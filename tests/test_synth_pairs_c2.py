@@ -7,8 +7,8 @@ import random
 import re
 from datetime import UTC, datetime
 
-from monsearch.corpora.synth.scenario import get_scenario
-from monsearch.corpora.synth.style import STYLES
+from monsearch.synth.scenario import get_scenario
+from monsearch.synth.style import STYLES
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 STYLE = STYLES["mixed_pragmatic"]

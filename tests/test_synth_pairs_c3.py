@@ -9,10 +9,10 @@ import random
 import re
 from datetime import UTC, datetime
 
-from monsearch.corpora.synth.agent import Agent
-from monsearch.corpora.synth.scenario import Episode, get_scenario
-from monsearch.corpora.synth.style import STYLES
-from monsearch.corpora.synth.tasks import metrics_dashboard, otel_collector, storefront_upload
+from monsearch.synth.agent import Agent
+from monsearch.synth.scenario import Episode, get_scenario
+from monsearch.synth.style import STYLES
+from monsearch.synth.tasks import metrics_dashboard, otel_collector, storefront_upload
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 

@@ -1,6 +1,6 @@
 """The synthetic generator writes the Python shapes agents use (issue 8, item 8).
 
-A run that writes Python settles on a habit (:func:`~monsearch.corpora.synth.style.py_habit`):
+A run that writes Python settles on a habit (:func:`~monsearch.synth.style.py_habit`):
 a ``call(method, path, body=None, token=None)`` helper over urllib or
 ``http.client`` defined in its scripts, a client module written once and
 imported in later steps (``cd DIR``, ``sys.path.insert``, ``PYTHONPATH``),
@@ -24,10 +24,14 @@ from datetime import UTC, datetime
 import pytest
 
 from monsearch.corpora.model import Trajectory
-from monsearch.corpora.synth import agent as agent_module
-from monsearch.corpora.synth.generate import generate
-from monsearch.corpora.synth.scenario import REGISTRY
-from monsearch.corpora.synth.style import (
+from monsearch.sandbox.http_extract import python_invocation
+from monsearch.sandbox.shell import run_script
+from monsearch.sandbox.view import build_view
+from monsearch.sandbox.view_coverage import corpus_coverage
+from monsearch.synth import agent as agent_module
+from monsearch.synth.generate import generate
+from monsearch.synth.scenario import REGISTRY
+from monsearch.synth.style import (
     STYLES,
     Exchange,
     Response,
@@ -35,10 +39,6 @@ from monsearch.corpora.synth.style import (
     render_exchange,
     req,
 )
-from monsearch.sandbox.http_extract import python_invocation
-from monsearch.sandbox.shell import run_script
-from monsearch.sandbox.view import build_view
-from monsearch.sandbox.view_coverage import corpus_coverage
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 PY_STYLES = ("mixed_pragmatic", "python_heredoc", "python_oneliner")
@@ -239,8 +239,8 @@ def test_habit_is_drawn_once_per_run():
 @pytest.mark.parametrize("imp", ["cwd", "syspath", "pythonpath"])
 def test_helper_loop_sends_one_request_per_value(family, imp):
     """:func:`render_py_loop` (for the agent's Python loops): the helper in a loop."""
-    from monsearch.corpora.synth.agent import VAR, _LoopSpec
-    from monsearch.corpora.synth.style import render_py_loop
+    from monsearch.synth.agent import VAR, _LoopSpec
+    from monsearch.synth.style import render_py_loop
 
     cases = [
         (req("GET", f"http://app:5000/api/projects/{VAR}", headers={"Authorization": "Bearer t.k-1"}), list(range(1, 9))),

@@ -22,24 +22,24 @@ from cli_support import refuse_work, run_main
 from scipy.stats import chi2
 
 from monsearch.corpora.store import content_hash, load_corpus, read_manifest
-from monsearch.corpora.synth.calibration import get_calibration
-from monsearch.corpora.synth.generate import (
+from monsearch.synth.calibration import get_calibration
+from monsearch.synth.generate import (
     BALANCE_DEFAULT,
     SynthError,
     ensure_default_corpus,
     generate,
     synthesize_corpus,
 )
-from monsearch.corpora.synth.personas import PERSONAS
-from monsearch.corpora.synth.rated import expected_label_shares, rated_calibration, reachable
-from monsearch.corpora.synth.rates import (
+from monsearch.synth.personas import PERSONAS
+from monsearch.synth.rated import expected_label_shares, rated_calibration, reachable
+from monsearch.synth.rates import (
     FLAT_SHARE,
     OUTCOMES,
     RatesError,
     load_rates_file,
     parse_rates,
 )
-from monsearch.corpora.synth.scenario import REGISTRY
+from monsearch.synth.scenario import REGISTRY
 
 SIZE = 2400
 SEED = 3
@@ -421,7 +421,7 @@ def test_long_haul_override_sets_the_outcome() -> None:
     import random
     from datetime import UTC, datetime
 
-    from monsearch.corpora.synth.style import STYLES
+    from monsearch.synth.style import STYLES
 
     sc = REGISTRY["ssrf-proxy"]
     unsolved = next(m for m in sc.modes if not m.solved)

@@ -28,14 +28,14 @@ from __future__ import annotations
 import pytest
 
 from monsearch.corpora.splits import make_split
-from monsearch.corpora.synth import realism as R
-from monsearch.corpora.synth.generate import (
+from monsearch.synth import realism as R
+from monsearch.synth.generate import (
     DEFAULT_FRACTIONS,
     DEFAULT_SEED,
     DEFAULT_SIZE,
     generate,
 )
-from monsearch.corpora.synth.personas import DEFAULT_CROSS_GENERATORS
+from monsearch.synth.personas import DEFAULT_CROSS_GENERATORS
 
 SIZE = 3000
 SEED = 7

@@ -17,17 +17,17 @@ from datetime import UTC, datetime
 import pytest
 
 from monsearch.corpora.model import TASK_DIMENSION, Step
-from monsearch.corpora.synth.scenario import (
+from monsearch.synth.scenario import (
     KINDS,
     REGISTRY,
     Episode,
     UnknownTaskError,
     get_scenario,
 )
-from monsearch.corpora.synth.simapp import task_flag
-from monsearch.corpora.synth.style import STYLES
-from monsearch.corpora.synth.tasks.graphql_batch_otp import VICTIMS as GRAPHQL_VICTIMS
-from monsearch.corpora.synth.tasks.infra import int_ip
+from monsearch.synth.simapp import task_flag
+from monsearch.synth.style import STYLES
+from monsearch.synth.tasks.graphql_batch_otp import VICTIMS as GRAPHQL_VICTIMS
+from monsearch.synth.tasks.infra import int_ip
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 SEEDS = (11, 2027)

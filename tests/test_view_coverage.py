@@ -14,9 +14,6 @@ from view_support import make_traj
 from monsearch.cli import cli
 from monsearch.corpora.model import Trajectory
 from monsearch.corpora.store import write_corpus
-from monsearch.corpora.synth.generate import generate
-from monsearch.corpora.synth.scenario import REGISTRY
-from monsearch.corpora.synth.style import STYLES
 from monsearch.sandbox.view_coverage import (
     corpus_coverage,
     http_steps,
@@ -24,6 +21,9 @@ from monsearch.sandbox.view_coverage import (
     unparsed_http_steps,
     worst_style_share,
 )
+from monsearch.synth.generate import generate
+from monsearch.synth.scenario import REGISTRY
+from monsearch.synth.style import STYLES
 
 TARGET = 0.02
 

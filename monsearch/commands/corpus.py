@@ -138,7 +138,7 @@ def _print_manifest(console: Console, manifest) -> None:
         console.print("split           none (unsplit: run `monsearch corpus split`)")
     rates = _rates_record(manifest)
     if rates is not None:
-        from monsearch.corpora.synth.rates import describe
+        from monsearch.synth.rates import describe
 
         console.print(f"rates           {escape(describe(rates))}")
 
@@ -518,7 +518,7 @@ def _print_task_outcomes(
     console.print(fitted_table(console, "label failure share per task and outcome", headers, rows))
     note = OUTCOME_SHARE_NOTE
     if targets is not None:
-        from monsearch.corpora.synth.rates import describe
+        from monsearch.synth.rates import describe
 
         pooled = (
             "" if rates.get("per_generator") else ", pooled over generators whose own rates differ"

@@ -24,7 +24,7 @@ from monsearch.commands.paths import writing_corpus
 from monsearch.errors import MonsearchError
 
 if TYPE_CHECKING:
-    from monsearch.corpora.synth.rates import Rates
+    from monsearch.synth.rates import Rates
 
 PhaseProgress = Callable[[str, int, int], None]
 
@@ -62,7 +62,7 @@ def resolve_corpus(path: Path | None, *, seed: int = 0, quiet: bool = False) -> 
         return path
     from monsearch.commands.paths import UnwritablePathError, ensure_writable_dir
     from monsearch.corpora.store import MANIFEST, corpus_lock
-    from monsearch.corpora.synth.generate import default_corpus_path, ensure_default_corpus
+    from monsearch.synth.generate import default_corpus_path, ensure_default_corpus
 
     target = default_corpus_path(seed)
     if (target / MANIFEST).is_file():
@@ -101,7 +101,7 @@ def _parse_list(text: str | None) -> list[str] | None:
 def _resolve_personas(names: list[str]) -> list[str]:
     """Persona generator ids for ``--cross-generators`` (ids or their slugs), or BadParameter."""
     from monsearch.corpora.splits import generator_slug
-    from monsearch.corpora.synth.personas import PERSONAS
+    from monsearch.synth.personas import PERSONAS
 
     known = [p.generator for p in PERSONAS]
     by_slug = {generator_slug(g): g for g in known}
@@ -123,7 +123,7 @@ def _resolve_personas(names: list[str]) -> list[str]:
 
 def _smallest_size(held: list[str], start: int) -> int | None:
     """The smallest size >= ``start`` giving every held-out generator and one other a run."""
-    from monsearch.corpora.synth.personas import PERSONAS, persona_counts
+    from monsearch.synth.personas import PERSONAS, persona_counts
 
     for size in range(start, start + 10_000):
         counts = persona_counts(size, PERSONAS)
@@ -140,8 +140,8 @@ def rates_callback(ctx: click.Context, param: click.Parameter, value: str | None
     """
     if value is None:
         return None
-    from monsearch.corpora.synth.rated import check_reachable
-    from monsearch.corpora.synth.rates import parse_rates
+    from monsearch.synth.rated import check_reachable
+    from monsearch.synth.rates import parse_rates
 
     chosen = parse_rates(value)
     if not chosen.calibrated:
@@ -151,7 +151,7 @@ def rates_callback(ctx: click.Context, param: click.Parameter, value: str | None
 
 def _alias_balance(rates: Rates | None, balance: str | None) -> Rates:
     """``--rates``, or ``--balance`` (its older name for paper and task), or paper."""
-    from monsearch.corpora.synth.rates import DEFAULT_RATES, preset
+    from monsearch.synth.rates import DEFAULT_RATES, preset
 
     if balance is not None and rates is not None and rates.kind != balance:
         raise click.BadParameter(
@@ -171,7 +171,7 @@ def check_synth_options(size: int, held: list[str]) -> list[str]:
     small ``size`` gives some of them no trajectory at all: a held-out generator
     must get at least one, and so must one generator left for train/val/test.
     """
-    from monsearch.corpora.synth.personas import PERSONAS, persona_counts
+    from monsearch.synth.personas import PERSONAS, persona_counts
 
     ids = _resolve_personas(held)
     counts = persona_counts(size, PERSONAS)
@@ -297,8 +297,8 @@ def synth(
     realisations, which train and val never see.
     """
     from monsearch.corpora.splits import split_order
-    from monsearch.corpora.synth.generate import DEFAULT_FRACTIONS, DEFAULT_SIZE, synthesize_corpus
-    from monsearch.corpora.synth.personas import DEFAULT_CROSS_GENERATORS
+    from monsearch.synth.generate import DEFAULT_FRACTIONS, DEFAULT_SIZE, synthesize_corpus
+    from monsearch.synth.personas import DEFAULT_CROSS_GENERATORS
 
     # Everything is checked before the first trajectory is generated.
     rates = _alias_balance(rates, balance)

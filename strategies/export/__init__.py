@@ -127,7 +127,7 @@ def corpus_path(config: dict[str, Any]) -> Path:
     corpus = config.get("corpus") or {}
     if corpus.get("path"):
         return Path(corpus["path"])
-    from monsearch.corpora.synth.generate import ensure_default_corpus
+    from monsearch.synth.generate import ensure_default_corpus
 
     default = corpus.get("default") or {}
     kwargs = {k: default[k] for k in ("seed", "size") if k in default}

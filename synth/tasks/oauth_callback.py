@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 
-from monsearch.corpora.synth.agent import Agent
-from monsearch.corpora.synth.observations import Response, jres, ok
-from monsearch.corpora.synth.scenario import BaseScenario, Mode, make_prompt
-from monsearch.corpora.synth.simapp import SimApp, task_flag
-from monsearch.corpora.synth.style import Req, req
-from monsearch.corpora.synth.tasks.common import (
+from monsearch.synth.agent import Agent
+from monsearch.synth.observations import Response, jres, ok
+from monsearch.synth.scenario import BaseScenario, Mode, make_prompt
+from monsearch.synth.simapp import SimApp, task_flag
+from monsearch.synth.style import Req, req
+from monsearch.synth.tasks.common import (
     after_flag,
     browse,
     finish,
@@ -28,7 +28,7 @@ from monsearch.corpora.synth.tasks.common import (
     pick,
     run_to_limit,
 )
-from monsearch.corpora.synth.tasks.infra import (
+from monsearch.synth.tasks.infra import (
     PORTS,
     discover_ip,
     local_listener_check,
@@ -37,7 +37,7 @@ from monsearch.corpora.synth.tasks.infra import (
     show_listener_log,
     start_listener,
 )
-from monsearch.corpora.synth.tasks.ssrf_proxy import (
+from monsearch.synth.tasks.ssrf_proxy import (
     METADATA_URLS,
     STOP_AFTER,
     local_request,

@@ -2,7 +2,7 @@
 
 For measuring and checking the view build on many command and output shapes
 (``bench/view_speed.py``, the fast-path tests); the labelled corpus is built by
-:mod:`monsearch.corpora.synth.generate`.
+:mod:`monsearch.synth.generate`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import random
 from datetime import UTC, datetime
 
 from monsearch.corpora.model import Trajectory
-from monsearch.corpora.synth.scenario import REGISTRY
-from monsearch.corpora.synth.style import STYLES
+from monsearch.synth.scenario import REGISTRY
+from monsearch.synth.style import STYLES
 
 
 def style_mix(n: int, seed: int, *, name: str = "mix") -> list[Trajectory]:

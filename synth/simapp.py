@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from monsearch.corpora.synth.observations import (
+from monsearch.synth.observations import (
     Response,
     html,
     jres,
@@ -24,7 +24,7 @@ from monsearch.corpora.synth.observations import (
     ok,
     too_many,
 )
-from monsearch.corpora.synth.style import Req
+from monsearch.synth.style import Req
 
 Handler = Callable[[Req, "re.Match[str]", float], Response]
 

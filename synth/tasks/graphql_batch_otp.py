@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 
-from monsearch.corpora.synth.agent import Agent
-from monsearch.corpora.synth.observations import Response, jres, ok
-from monsearch.corpora.synth.scenario import BaseScenario, Mode, make_prompt
-from monsearch.corpora.synth.simapp import FixedWindow, SimApp, task_flag
-from monsearch.corpora.synth.style import Req, req
-from monsearch.corpora.synth.tasks.common import (
+from monsearch.synth.agent import Agent
+from monsearch.synth.observations import Response, jres, ok
+from monsearch.synth.scenario import BaseScenario, Mode, make_prompt
+from monsearch.synth.simapp import FixedWindow, SimApp, task_flag
+from monsearch.synth.style import Req, req
+from monsearch.synth.tasks.common import (
     after_flag,
     browse,
     finish,

@@ -2,7 +2,7 @@
 
 Scenario code says *what* the agent does (``think``, ``http``, ``loop``,
 ``shell``, ``write_file``, ``write_result``); the :class:`Agent` decides *how*
-it looks, from its :class:`~monsearch.corpora.synth.style.Style`: which client
+it looks, from its :class:`~monsearch.synth.style.Style`: which client
 writes the request, whether requests are chained in one command, typos and
 retries, pacing. Requests are answered by the run's simulated apps, so
 responses are consistent with what the agent did before.
@@ -26,10 +26,10 @@ from email.utils import format_datetime
 from typing import Any, Protocol
 
 from monsearch.corpora.model import Step
-from monsearch.corpora.synth import family as fam
-from monsearch.corpora.synth.observations import Response
-from monsearch.corpora.synth.plans import ASIDES_B, HONEST_SHARE
-from monsearch.corpora.synth.style import (
+from monsearch.synth import family as fam
+from monsearch.synth.observations import Response
+from monsearch.synth.plans import ASIDES_B, HONEST_SHARE
+from monsearch.synth.style import (
     Exchange,
     Rendered,
     Req,

@@ -1,7 +1,7 @@
 """Synthetic scenarios for the 14 StealthBench tasks: shared types and registry.
 
 A task scenario knows the target (endpoints and seeded data, simulated by a
-:class:`~monsearch.corpora.synth.simapp.SimApp`), the agent prompt, and a set
+:class:`~monsearch.synth.simapp.SimApp`), the agent prompt, and a set
 of behaviour :class:`Mode` s: a stealthy solve, every reckless way the task's
 rubric calls an OPSEC failure, unsolved runs, and hard cases on both sides.
 ``build(mode, style, rng, start)`` plays one run and returns an
@@ -18,11 +18,11 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from monsearch.corpora.model import Step
-from monsearch.corpora.synth.agent import Agent
-from monsearch.corpora.synth.plans import plans_for
-from monsearch.corpora.synth.simapp import SimApp
-from monsearch.corpora.synth.style import Style
 from monsearch.errors import MonsearchError
+from monsearch.synth.agent import Agent
+from monsearch.synth.plans import plans_for
+from monsearch.synth.simapp import SimApp
+from monsearch.synth.style import Style
 
 #: Share of unsolved runs (of every unsolved mode) that go on until their turns run out.
 LONG_HAUL = 0.4
@@ -145,7 +145,7 @@ class BaseScenario:
 
     def external(self, agent: Agent) -> Any:
         """Handler for requests to hosts other than the target (default: internet)."""
-        from monsearch.corpora.synth.tasks.common import internet
+        from monsearch.synth.tasks.common import internet
 
         return internet(agent)
 
@@ -156,7 +156,7 @@ class BaseScenario:
         that chose the outcome (``step_limit`` or ``no_flag``) before the mode; the
         draw is still made, so the rest of the run's random stream is unchanged.
         """
-        from monsearch.corpora.synth.tasks.common import side_step
+        from monsearch.synth.tasks.common import side_step
 
         rng = agent.rng
         base = "http://" + next(iter(agent.apps))
@@ -178,7 +178,7 @@ class BaseScenario:
         # Failing runs of those tasks may try theirs locally first, too.
         p_check = LISTENER_CHECK.get(self.name, 0.02) * (0.5 if m.failure else 1.0)
         if rng.random() < p_check:
-            from monsearch.corpora.synth.tasks.infra import local_listener_check
+            from monsearch.synth.tasks.infra import local_listener_check
 
             agent.habit = lambda: local_listener_check(agent)
 
@@ -186,7 +186,7 @@ class BaseScenario:
         """Run length independent of the mode: a long-haul unsolved run goes on to the
         turn limit whatever its script did; any other run is brought up to a length
         drawn the same way for every mode (filler that depends on nothing it did)."""
-        from monsearch.corpora.synth.tasks.common import (
+        from monsearch.synth.tasks.common import (
             WRONG_ANSWERS,
             pad_to,
             pick,
@@ -262,7 +262,7 @@ def _load() -> None:
     import importlib
 
     for task, module in TASK_MODULES.items():
-        mod = importlib.import_module(f"monsearch.corpora.synth.tasks.{module}")
+        mod = importlib.import_module(f"monsearch.synth.tasks.{module}")
         REGISTRY[task] = mod.SCENARIO
 
 

@@ -23,8 +23,8 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from monsearch.corpora.synth import family as fam
-from monsearch.corpora.synth.observations import JSON_TYPE, Response
+from monsearch.synth import family as fam
+from monsearch.synth.observations import JSON_TYPE, Response
 
 
 @dataclass(frozen=True)

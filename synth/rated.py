@@ -1,6 +1,6 @@
 """Behaviour for chosen label failure rates (``--rates flat`` or a rates file).
 
-Under the paper's rates (:mod:`~monsearch.corpora.synth.calibration`) persona
+Under the paper's rates (:mod:`~monsearch.synth.calibration`) persona
 and task effects are fitted to the paper's margins. Here the panel-label
 failure share of every (generator, task, outcome) is set directly to its
 target: the ground-truth failure probability ``q`` of the cell solves::
@@ -14,7 +14,7 @@ differs from its target in expectation: the label is no function of the context.
 Everything else is the paper calibration's: solve rates, mode mixtures (each
 persona's affinities), surface styles. An unsolved run's outcome, ``step_limit``
 or ``no_flag``, is drawn before its failure (at the generator's usual
-:data:`~monsearch.corpora.synth.scenario.LONG_HAUL` odds) so that each of the
+:data:`~monsearch.synth.scenario.LONG_HAUL` odds) so that each of the
 three outcomes can have its own target.
 
 The panel mislabels some runs whatever they do, so a cell's share can only be
@@ -29,14 +29,14 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 
-from monsearch.corpora.synth.calibration import (
+from monsearch.synth.calibration import (
     Calibration,
     Cell,
     CellStats,
     get_calibration,
 )
-from monsearch.corpora.synth.rates import OUTCOMES, SOLVED_OUTCOME, Rates, RatesError
-from monsearch.corpora.synth.scenario import LONG_HAUL, Mode
+from monsearch.synth.rates import OUTCOMES, SOLVED_OUTCOME, Rates, RatesError
+from monsearch.synth.scenario import LONG_HAUL, Mode
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from monsearch.corpora.synth import family
-from monsearch.corpora.synth.agent import Agent, External
-from monsearch.corpora.synth.observations import Response, html, jres, text
-from monsearch.corpora.synth.simapp import SimApp
-from monsearch.corpora.synth.style import Req, req
+from monsearch.synth import family
+from monsearch.synth.agent import Agent, External
+from monsearch.synth.observations import Response, html, jres, text
+from monsearch.synth.simapp import SimApp
+from monsearch.synth.style import Req, req
 
 T = TypeVar("T")
 

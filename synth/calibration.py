@@ -11,7 +11,7 @@ on the logit scale::
 
 The paper's rates are about *labels*, the noisy majority of the judge panel,
 so the targets are matched through the judges' exact expected flip rates
-(:func:`monsearch.corpora.synth.judges.mode_judging`) for each cell's mode
+(:func:`monsearch.synth.judges.mode_judging`) for each cell's mode
 mixture. The offsets come from a short deterministic fixed-point iteration
 (alternating bisections, like iterative proportional fitting): persona offsets
 hold every persona's margins, paper tasks' offsets hold the task rates the
@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from monsearch.corpora.synth.judges import PANEL_JUDGES, mode_judging
-from monsearch.corpora.synth.personas import (
+from monsearch.synth.judges import PANEL_JUDGES, mode_judging
+from monsearch.synth.personas import (
     OVERALL_TARGET,
     PERSONAS,
     TASK_DIFFICULTY,
@@ -36,7 +36,7 @@ from monsearch.corpora.synth.personas import (
     Persona,
     TaskDifficulty,
 )
-from monsearch.corpora.synth.scenario import REGISTRY, Mode
+from monsearch.synth.scenario import REGISTRY, Mode
 
 #: Share of a cell's probability on its hard modes (when it has both kinds).
 HARD_SHARE = {(True, False): 0.40, (True, True): 0.35, (False, False): 0.30, (False, True): 0.30}

@@ -49,7 +49,7 @@ class Persona:
         return re.sub(r"[^a-z0-9]+", "-", self.generator.lower()).strip("-")
 
 
-# Style names refer to monsearch.corpora.synth.style.STYLES. Pairs with the same
+# Style names refer to monsearch.synth.style.STYLES. Pairs with the same
 # main style but far-apart reckless rates: Kimi/Trinity, GLM/Nemotron, Claude/GPT.
 PERSONAS: tuple[Persona, ...] = (
     Persona(

@@ -13,12 +13,12 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from monsearch.corpora.synth.agent import Agent
-from monsearch.corpora.synth.observations import Response, jres, ok
-from monsearch.corpora.synth.scenario import BaseScenario, Mode, make_prompt
-from monsearch.corpora.synth.simapp import SimApp, make_jwt, task_flag, unauthorized
-from monsearch.corpora.synth.style import Req, req
-from monsearch.corpora.synth.tasks.common import (
+from monsearch.synth.agent import Agent
+from monsearch.synth.observations import Response, jres, ok
+from monsearch.synth.scenario import BaseScenario, Mode, make_prompt
+from monsearch.synth.simapp import SimApp, make_jwt, task_flag, unauthorized
+from monsearch.synth.style import Req, req
+from monsearch.synth.tasks.common import (
     Session,
     after_flag,
     bearer,

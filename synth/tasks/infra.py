@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from monsearch.corpora.synth.agent import Agent
-from monsearch.corpora.synth.simapp import SimApp
-from monsearch.corpora.synth.style import Req, req
-from monsearch.corpora.synth.tasks.common import own_address, pick
+from monsearch.synth.agent import Agent
+from monsearch.synth.simapp import SimApp
+from monsearch.synth.style import Req, req
+from monsearch.synth.tasks.common import own_address, pick
 
 LOOPBACK = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1")
 PORTS = (8000, 8080, 8888, 9000, 4444, 1337, 8081)

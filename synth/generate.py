@@ -18,20 +18,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from monsearch.corpora.model import Trajectory
-from monsearch.corpora.synth import family as fam
-from monsearch.corpora.synth.calibration import BALANCES, Cell, PersonaTask, get_calibration
-from monsearch.corpora.synth.judges import judge_trajectory
-from monsearch.corpora.synth.personas import (
+from monsearch.errors import MonsearchError
+from monsearch.synth import family as fam
+from monsearch.synth.calibration import BALANCES, Cell, PersonaTask, get_calibration
+from monsearch.synth.judges import judge_trajectory
+from monsearch.synth.personas import (
     DEFAULT_CROSS_GENERATORS,
     PERSONAS,
     Persona,
     persona_counts,
 )
-from monsearch.corpora.synth.rated import expected_label_shares, rated_calibration
-from monsearch.corpora.synth.rates import Rates, parse_rates, preset
-from monsearch.corpora.synth.scenario import REGISTRY
-from monsearch.corpora.synth.style import in_image_style
-from monsearch.errors import MonsearchError
+from monsearch.synth.rated import expected_label_shares, rated_calibration
+from monsearch.synth.rates import Rates, parse_rates, preset
+from monsearch.synth.scenario import REGISTRY
+from monsearch.synth.style import in_image_style
 
 #: Bump when the generator's output for a given seed changes on purpose (cache key).
 GENERATOR_VERSION = "5"
@@ -131,7 +131,7 @@ def build_trajectory(
 
     ``out_of_image`` enables the labelled variant whose styles use wget / httpie;
     ``balance="task"`` draws behaviour from the per-task balanced calibration;
-    ``rates`` (see :mod:`~monsearch.corpora.synth.rates`) from chosen label rates.
+    ``rates`` (see :mod:`~monsearch.synth.rates`) from chosen label rates.
     """
     chosen = resolve_rates(balance, rates)
     rng = _rng(seed, n, "draw")
@@ -299,7 +299,7 @@ def synthesize_corpus(
     """Generate, split and write a synthetic corpus to ``out`` (atomically).
 
     ``rates``: the panel-label failure rates to draw for (see
-    :mod:`~monsearch.corpora.synth.rates`): ``"paper"`` (the default), ``"task"``
+    :mod:`~monsearch.synth.rates`): ``"paper"`` (the default), ``"task"``
     (every task at the same failure shares, the paper's per-model rates kept; also
     ``balance="task"``), ``"flat"`` / ``"flat:SHARE"`` (every task x outcome and
     every generator alike), or a rates file. The manifest records them, and the

@@ -35,7 +35,7 @@ from functools import lru_cache
 import numpy as np
 
 from monsearch.corpora.model import ORACLE, PANEL, TASK_DIMENSION, Dimension, Verdict
-from monsearch.corpora.synth.scenario import Mode
+from monsearch.synth.scenario import Mode
 
 #: Weight of the shared per-trajectory difficulty (the independent part has weight 1).
 SHARED_WEIGHT = 0.9

@@ -7,7 +7,7 @@ OPSEC behaviour, and the next agent model's rates will differ. A
 :class:`Rates` says what share of runs the judge panel labels a failure:
 
 - ``paper`` (the default): the StealthBench per-model and per-task rates
-  (:mod:`~monsearch.corpora.synth.calibration`; the corpus is exactly what it
+  (:mod:`~monsearch.synth.calibration`; the corpus is exactly what it
   always was);
 - ``task``: every task at the overall failure shares, per-model rates kept
   (what ``--balance task`` built, unchanged);
@@ -157,7 +157,7 @@ class Rates:
         was drawn for (for ``paper`` and ``task``, what the calibration gives over
         the mix of generators, whose own rates differ: ``per_generator`` is false);
         ``overall``: per outcome over all tasks, in expectation over that mix
-        (:func:`~monsearch.corpora.synth.rated.expected_label_shares` gives both).
+        (:func:`~monsearch.synth.rated.expected_label_shares` gives both).
         """
         out: dict[str, Any] = {"kind": self.kind, "spec": self.spec}
         if self.kind == "flat":
@@ -206,7 +206,7 @@ def preset(name: str) -> Rates:
 
 
 def _tasks() -> list[str]:
-    from monsearch.corpora.synth.scenario import REGISTRY
+    from monsearch.synth.scenario import REGISTRY
 
     return sorted(REGISTRY)
 
