@@ -56,6 +56,7 @@ from monsearch.corpora.codec import decode, encode
 from monsearch.corpora.model import Trajectory
 from monsearch.corpora.splits import MAIN_SPLITS, UNSPLIT, XGEN_PREFIX, is_split_name, split_order
 from monsearch.errors import MonsearchError
+from monsearch.files import fsync_dir
 
 FORMAT = "monsearch-corpus"
 SCHEMA_VERSION = 1
@@ -263,16 +264,6 @@ def _counts(
 
 
 # --------------------------------------------------------------------------- writing
-
-
-def _fsync_dir(path: Path) -> None:
-    # Directory fsync makes the rename itself durable; not every platform allows it.
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _write_part(folder: Path, split: str, lines: list[bytes]) -> PartInfo:
@@ -536,7 +527,7 @@ def _install(tmp: Path, out: Path) -> None:
         os.rename(out, old)
         os.rename(tmp, out)
         shutil.rmtree(old, ignore_errors=True)
-    _fsync_dir(out.parent)
+    fsync_dir(out.parent)
 
 
 def write_corpus(
@@ -619,7 +610,7 @@ def write_corpus(
                 assignment_hash=None if assignment is None else assignment_hash_of(split_of),
             )
             _write_manifest(tmp, manifest)  # last: a folder without it never loads
-            _fsync_dir(tmp)
+            fsync_dir(tmp)
             _install(tmp, out)
             # A corpus is in place again: backups that dead writers left are obsolete now.
             remove_stale_temporaries(out)

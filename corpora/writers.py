@@ -30,6 +30,7 @@ from typing import Any
 from monsearch.corpora.model import Step, Trajectory, Verdict, aggregate_panel
 from monsearch.corpora.readers.stealthbench import PANEL_FILE, TRAJECTORY_FILE, VERDICT_FILE
 from monsearch.corpora.readers.verdicts import judge_slug
+from monsearch.files import atomic_write
 
 #: The canonical ATIF version written (the readers take v1.4 to v1.8).
 ATIF_VERSION = "ATIF-v1.6"
@@ -225,10 +226,5 @@ def write_files(folder: Path, files: dict[str, bytes]) -> list[Path]:
     """Write ``files`` under ``folder``; each file is written whole or not at all."""
     written = []
     for rel, data in files.items():
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-        written.append(path)
+        written.append(atomic_write(folder / rel, data))
     return written

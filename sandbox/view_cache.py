@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from monsearch.files import atomic_write
 from monsearch.sandbox.frozen import FrozenDict
 
 #: Bump when the stored layout changes in a way the code fingerprint would not show.
@@ -107,14 +108,7 @@ def build_views_file(
     seal = f"{n} {len(blob)} {hashlib.sha256(blob).hexdigest()}\n".encode()
     # The data first, its seal last: a seal always describes a complete file.
     for target, data in ((path, blob), (_seal_path(path), seal)):
-        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        atomic_write(target, data)
     return path
 
 

@@ -33,6 +33,7 @@ from monsearch.commands.consoles import (
 )
 from monsearch.commands.printable import one_line, text_block
 from monsearch.errors import MonsearchError
+from monsearch.files import atomic_write
 
 #: What ``show RUN PROGRAM`` accepts besides a candidate id.
 ALIASES = ("selected", "best")
@@ -705,10 +706,7 @@ def report_cmd(run_ref: str, out: Path | None, runs_dir: Path | None, as_json: b
         spend=loaded.spend,
     )
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(html, encoding="utf-8")
-        tmp.replace(target)
+        atomic_write(target, html)
     except OSError as exc:
         raise MonsearchError(f"cannot write the report to {target}: {exc.strerror or exc}") from None
     if as_json:
