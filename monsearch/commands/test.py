@@ -76,8 +76,8 @@ def test_cmd(
     refused unless --force; every opening after a run's first, whatever program,
     is marked re-opened, and each report says which opening of the run it is.
     Writes report.json, report.md, report.html and PNG plots into a new
-    RUN/test/NNN/ (NNN: the opening; or --out, and then report.json alone there),
-    never over an earlier report. Exit code 0 when done, 3 when refused by the
+    RUN/test/NNN/ (NNN: the opening), or into --out with report.json also kept in
+    RUN/test/NNN/; an earlier report is never replaced. Exit code 0 when done, 3 when refused by the
     ledger, 2 for bad input or a run folder that differs from what the run
     recorded.
     """
