@@ -273,12 +273,14 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
     ]
     if report["reopened"]:
         prev = ", ".join(p["opened_at"] for p in ledger["previous"])
+        why = "; ".join(ledger.get("reasons") or []) or (
+            f"this strategy was already tested on this corpus and split (earlier: {prev})"
+        )
         blocks.append(
             (
                 "banner",
-                f"RE-OPENED: this strategy was already tested on this corpus and split "
-                f"(opening {ledger['opening']}; earlier: {prev}). These labels have been seen "
-                "before: the figures are no longer an unbiased test.",
+                f"RE-OPENED: {why}. These labels have been seen before: the figures are no "
+                "longer an unbiased test.",
             )
         )
     blocks += [
@@ -287,7 +289,9 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
             f"Strategy {strat['id']} ({'the selected strategy' if strat['selected'] else 'a candidate of the lineage'}), "
             f"hash {_h(strat['strategy_hash'])}; val fitness {_f(strat.get('val_fitness'))}. "
             f"Corpus {corpus['name']}, content {_h(corpus['content_hash'])}, split assignment "
-            f"{_h(corpus['assignment_hash'])}. Opened {ledger['opened_at']}.",
+            f"{_h(corpus['assignment_hash'])}. Opened {ledger['opened_at']}: opening "
+            f"{ledger.get('run_opening', ledger['opening'])} of this run's sealed test, "
+            f"opening {ledger['opening']} of this program's.",
         ),
         (
             "p",

@@ -55,7 +55,7 @@ from .metrics import (
     weighted_threshold_sorted,
 )
 from .priors import DEFAULT_CELL_KEYS, FITNESS_VIEWS, context_cells, prior_weights
-from .sealed_ledger import Ledger, LedgerKey
+from .sealed_ledger import Ledger, LedgerKey, RunRef
 from .summary import budget_key, compute_metrics
 
 REPORT_FORMAT = "monsearch-sealed-test"
@@ -606,47 +606,41 @@ class Strategy:
     val_fitness: float | None = None
     val_fitness_low: float | None = None
     seq: int | None = None
+    #: The normalised program hash the ledger keys on (search/program_key.py).
+    program_hash: str | None = None
+    #: The val scores the lineage stored for it (verified with the run's chain).
+    val_scores: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "strategy_hash": self.strategy_hash,
+            "program_hash": self.program_hash,
             "selected": self.selected,
             "val_fitness": self.val_fitness,
             "val_fitness_low": self.val_fitness_low,
         }
 
 
-def resolve_strategy(run: Any, program_id: str | None) -> Strategy:
-    """The run's selected strategy, or candidate ``program_id`` of its lineage."""
-    from monsearch.search.lineage import source_hash
+def resolve_strategy(verified: Any, program_id: str | None) -> Strategy:
+    """The verified run's frozen strategy, or candidate ``program_id`` of its lineage
+    (``verified``: :func:`monsearch.search.frozen.verify_run`)."""
+    from monsearch.search.runs import RunError
 
-    if program_id is None:
-        sel = run.selected()
-        if sel is None:
-            raise SealedTestError(
-                f"run {run.id} has no selected strategy yet (selected.json); let the run "
-                "finish, or name a candidate with --program ID"
-            )
-        return Strategy(sel.id, sel.source, sel.strategy_hash, True, sel.fitness, sel.fitness_low)
-    with run.store() as store:
-        rec = store.get(program_id)
-    if rec.source is None:
-        raise SealedTestError(f"candidate {program_id} of run {run.id} has no source to test")
-    digest = source_hash(rec.source)
-    if rec.source_hash is not None and rec.source_hash != digest:
-        raise SealedTestError(
-            f"candidate {program_id} of run {run.id}: its source does not match its hash"
-        )
-    sel = run.selected()
+    try:
+        p = verified.program(program_id)
+    except RunError as exc:
+        raise SealedTestError(str(exc)) from None
     return Strategy(
-        rec.id,
-        rec.source,
-        digest,
-        sel is not None and sel.strategy_hash == digest,
-        rec.fitness,
-        rec.fitness_low,
-        rec.seq,
+        p.id,
+        p.source,
+        p.strategy_hash,
+        p.selected,
+        p.fitness,
+        p.fitness_low,
+        p.seq,
+        p.program_hash,
+        p.val_scores,
     )
 
 
@@ -729,19 +723,26 @@ def run_sealed_test(
 ) -> dict[str, Any]:
     """Evaluate the run's frozen strategy on its sealed splits, once; the report as a dict.
 
-    Refuses (:class:`.sealed_ledger.SealedTestRefused`) before reading any sealed
-    split when the ledger already holds the key, unless ``force``. The ledger entry
-    is written after scoring and before anything is reported.
+    The run is read through :func:`monsearch.search.frozen.verify_run` (a run folder
+    that differs from what the run recorded is refused, exit 2). Refuses
+    (:class:`.sealed_ledger.SealedTestRefused`) before reading any sealed split when
+    the ledger already holds the key, unless ``force``. The ledger entry is written
+    after scoring and before anything is reported; it counts the run's openings (and
+    the earlier reports in the run's ``test/`` folder).
     """
     from monsearch.corpora.sealed import open_sealed, read_identity
     from monsearch.sandbox.oracle import replay_scores_from
+    from monsearch.search.frozen import verify_run
+
+    from .sealed_reports import earlier_reports
 
     say = progress or (lambda _m: None)
     costs = costs or CostModel()
     ledger = ledger or Ledger()
-    config = run.config()
+    verified = verify_run(run, ledger=ledger)
+    config = verified.config
     opts = Options.from_config(config.get("evaluation") or {})
-    strategy = resolve_strategy(run, program_id)
+    strategy = resolve_strategy(verified, program_id)
     path = resolve_corpus_path(config)
     ident, sealed_names = read_identity(path)
     recorded = config.get("corpus") or {}
@@ -758,7 +759,9 @@ def run_sealed_test(
             )
     if not sealed_names:
         raise SealedTestError(f"the corpus at {path} has no sealed splits")
-    key = LedgerKey(strategy.strategy_hash, ident.content_hash, ident.assignment_hash)
+    key = LedgerKey(
+        strategy.strategy_hash, ident.content_hash, ident.assignment_hash, strategy.program_hash
+    )
     ledger.check(key, force=force)
 
     say(f"loading corpus {ident.name}")
@@ -821,8 +824,14 @@ def run_sealed_test(
             "program_id": strategy.id,
             "corpus_name": ident.name,
             "splits": names[1:],
+            # The chain head now: a later rewrite of the run folder is found against it.
+            "chain_length": verified.chain.length,
+            "chain_head": verified.chain.head,
+            "path": str(run.dir.resolve()),
         },
         force=force,
+        run=RunRef(run.id, verified.uid),
+        earlier_reports=len(earlier_reports(run.dir)),
     )
     report: dict[str, Any] = {
         "format": REPORT_FORMAT,
@@ -837,29 +846,25 @@ def run_sealed_test(
             "path": str(ledger.path),
             "opened_at": entry["opened_at"],
             "reopened": entry["reopened"],
+            "reasons": entry["reasons"],
             "opening": entry["opening"],
+            "run_opening": entry["run_opening"],
+            "run_uid": verified.uid,
             "previous": [
                 {k: e.get(k) for k in ("opened_at", "run_id", "program_id")} for e in previous
             ],
         },
         "reopened": entry["reopened"],
-        "val_scores_reproduced": _val_reproduced(run, strategy, val_run.scores),
+        "val_scores_reproduced": _val_reproduced(strategy, val_run.scores),
         **body,
     }
     report["summary"] = summary_rows(report)
     return report
 
 
-def _val_reproduced(run: Any, strategy: Strategy, scores: np.ndarray) -> bool | None:
+def _val_reproduced(strategy: Strategy, scores: np.ndarray) -> bool | None:
     """Whether val scores equal those the lineage stored (None: nothing to compare)."""
-    try:
-        with run.store() as store:
-            seq = strategy.seq
-            if seq is None:
-                seq = store.get(strategy.id).seq
-            stored = store.val_scores(seq)
-    except MonsearchError:
-        return None
+    stored = strategy.val_scores
     if stored is None or stored.shape != scores.shape:
         return None
     return bool(np.array_equal(stored, scores))

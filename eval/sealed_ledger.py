@@ -1,8 +1,27 @@
-"""The sealed-test ledger: each (strategy, corpus, split assignment) is tested once.
+"""The sealed-test ledger: each (program, corpus, split assignment) is tested once.
 
-A key is ``(strategy hash, corpus content hash, split assignment hash)``: a re-split
-corpus keeps its content hash but gets a new assignment, so it is a new key. The
-ledger is a user-level data file, not part of a run folder, so deleting a run does
+A key is ``(normalised program hash, corpus content hash, split assignment hash)``:
+the program hash is :func:`monsearch.search.program_key.program_hash`, so a copy of
+a tested program with a comment or a blank line added is the same key; a re-split
+corpus keeps its content hash but gets a new assignment, so it is a new key. Entries
+written before the normalised hash (version 1) match on the exact strategy hash.
+
+Every opening also counts against its run (by the run's uid, so a copied or renamed
+run folder is the same run): an opening after the first of a run, whatever program
+it tests, is marked re-opened, and so is one whose run folder holds more earlier
+reports than the ledger records openings (the ledger was replaced or emptied).
+
+The ledger also keeps, for every run frozen on this machine, the head of its lineage
+chain (``runs``): a run folder rewritten after the fact, chain recomputed, is found
+against it (:mod:`monsearch.search.frozen`).
+
+What it cannot promise: it is a file of this user. Deleting it, or pointing
+``MONSEARCH_LEDGER`` at an empty one, forgets every opening; the reports left in run
+folders then still mark the next opening, but a user who deletes those too can open
+a test again unmarked. It keeps an honest researcher from a second look by accident
+or by a casual edit, not an adversary who owns the files.
+
+The ledger is a user-level data file, not part of a run folder, so deleting a run does
 not reopen its test: ``$MONSEARCH_LEDGER`` if set, else ``sealed-ledger.json`` in
 the platform's user data folder for monsearch.
 
@@ -28,7 +47,8 @@ from monsearch.errors import MonsearchError
 LEDGER_ENV = "MONSEARCH_LEDGER"
 LEDGER_FILE = "sealed-ledger.json"
 FORMAT = "monsearch-sealed-ledger"
-VERSION = 1
+#: 2: normalised program hashes, run uids and openings per run, the ``runs`` registry.
+VERSION = 2
 
 
 class LedgerError(MonsearchError):
@@ -53,23 +73,45 @@ def ledger_path() -> Path:
 
 @dataclass(frozen=True)
 class LedgerKey:
+    """``program_hash`` is the normalised hash; ``strategy_hash`` the exact text's (shown,
+    and matched against entries that have no normalised hash)."""
+
     strategy_hash: str
     content_hash: str
     assignment_hash: str | None
+    program_hash: str | None = None
 
     def matches(self, entry: dict[str, Any]) -> bool:
-        return (
-            entry.get("strategy_hash") == self.strategy_hash
-            and entry.get("content_hash") == self.content_hash
-            and entry.get("assignment_hash") == self.assignment_hash
-        )
+        if (
+            entry.get("content_hash") != self.content_hash
+            or entry.get("assignment_hash") != self.assignment_hash
+        ):
+            return False
+        if self.program_hash and entry.get("program_hash"):
+            return entry["program_hash"] == self.program_hash
+        return entry.get("strategy_hash") == self.strategy_hash
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "strategy_hash": self.strategy_hash,
+            "program_hash": self.program_hash,
             "content_hash": self.content_hash,
             "assignment_hash": self.assignment_hash,
         }
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """The run an opening belongs to: its uid (from its lineage) and its folder name."""
+
+    run_id: str
+    run_uid: str | None = None
+
+    def owns(self, entry: dict[str, Any]) -> bool:
+        if self.run_uid and entry.get("run_uid"):
+            return entry["run_uid"] == self.run_uid
+        # Entries from before run uids name the run by its folder only.
+        return entry.get("run_id") == self.run_id
 
 
 def _now() -> str:
@@ -92,10 +134,13 @@ class Ledger:
     # -- reading
 
     def _read(self) -> list[dict[str, Any]]:
+        return self._read_doc()["entries"]
+
+    def _read_doc(self) -> dict[str, Any]:
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return []
+            return {"entries": [], "runs": []}
         except OSError as exc:
             raise LedgerError(f"{self.path}: cannot read the sealed-test ledger: {exc}") from None
         try:
@@ -111,7 +156,11 @@ class Ledger:
             or not isinstance(data.get("entries"), list)
         ):
             raise LedgerError(f"{self.path}: not a monsearch sealed-test ledger")
-        return [e for e in data["entries"] if isinstance(e, dict)]
+        runs = data.get("runs") if isinstance(data.get("runs"), list) else []
+        return {
+            "entries": [e for e in data["entries"] if isinstance(e, dict)],
+            "runs": [r for r in runs if isinstance(r, dict)],
+        }
 
     def entries(self, key: LedgerKey | None = None) -> list[dict[str, Any]]:
         """Every entry, or those of ``key``, oldest first."""
@@ -124,6 +173,23 @@ class Ledger:
         if previous and not force:
             raise self._refusal(key, previous)
         return previous
+
+    def run_observations(self, run_uid: str) -> list[dict[str, Any]]:
+        """What this ledger saw of run ``run_uid``'s chain: ``{chain_length, chain_head,
+        path, recorded_at, what}`` at each freezing and each sealed-test opening."""
+        doc = self._read_doc()
+        seen = []
+        for r in doc["runs"]:
+            if r.get("run_uid") == run_uid:
+                seen.append({**r, "what": f"frozen (strategy {str(r.get('strategy_id'))})"})
+        for e in doc["entries"]:
+            if e.get("run_uid") == run_uid and e.get("chain_length") is not None:
+                seen.append({**e, "recorded_at": e.get("opened_at"), "what": "sealed-tested"})
+        return [
+            o
+            for o in seen
+            if isinstance(o.get("chain_length"), int) and isinstance(o.get("chain_head"), str)
+        ]
 
     def _refusal(self, key: LedgerKey, previous: list[dict[str, Any]]) -> SealedTestRefused:
         return SealedTestRefused(
@@ -154,8 +220,9 @@ class Ledger:
         finally:
             os.close(fd)
 
-    def _write(self, entries: list[dict[str, Any]]) -> None:
-        text = json.dumps({"format": FORMAT, "version": VERSION, "entries": entries}, indent=2)
+    def _write(self, entries: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:
+        doc = {"format": FORMAT, "version": VERSION, "entries": entries, "runs": runs}
+        text = json.dumps(doc, indent=2)
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         try:
             with open(tmp, "w", encoding="utf-8") as fh:
@@ -175,25 +242,73 @@ class Ledger:
                 os.close(dfd)
 
     def record(
-        self, key: LedgerKey, info: dict[str, Any], *, force: bool = False
+        self,
+        key: LedgerKey,
+        info: dict[str, Any],
+        *,
+        force: bool = False,
+        run: RunRef | None = None,
+        earlier_reports: int = 0,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Record an opening of ``key``: ``(the new entry, the earlier ones)``.
+        """Record an opening of ``key``: ``(the new entry, the earlier ones of key)``.
 
         Checks again under the lock, so of two concurrent tests of one key only the
-        first is recorded without ``force``. The entry is marked ``reopened`` when
-        earlier ones exist.
+        first is recorded without ``force``. The entry counts the openings of its run
+        (``run_opening``: the ledger's count, or the ``earlier_reports`` found in the
+        run folder plus one when that is more) and is marked ``reopened``, with its
+        ``reasons``, when this key or this run was opened before.
         """
+        if run is None and info.get("run_id"):
+            run = RunRef(str(info["run_id"]))
         with self._locked():
-            rows = self._read()
+            doc = self._read_doc()
+            rows = doc["entries"]
             previous = [e for e in rows if key.matches(e)]
             if previous and not force:
                 raise self._refusal(key, previous)
+            of_run = [e for e in rows if run.owns(e)] if run is not None else []
+            reasons = []
+            if previous:
+                reasons.append(
+                    f"this program was already tested on this corpus and split "
+                    f"({_count(len(previous), 'earlier opening')})"
+                )
+            others = [e for e in of_run if not key.matches(e)]
+            if others and run is not None:
+                names = ", ".join(dict.fromkeys(str(e.get("program_id")) for e in others))
+                reasons.append(
+                    f"run {run.run_id}'s sealed test was already opened with other programs "
+                    f"({_count(len(others), 'opening')}: {names})"
+                )
+            if earlier_reports > len(of_run):
+                reasons.append(
+                    f"the run folder holds {_count(earlier_reports, 'earlier report')} but "
+                    f"this ledger records {_count(len(of_run), 'opening')} of the run "
+                    "(the ledger was replaced or emptied)"
+                )
             entry = {
                 **key.to_dict(),
                 **info,
+                "run_uid": None if run is None else run.run_uid,
                 "opened_at": _now(),
-                "reopened": bool(previous),
+                "reopened": bool(reasons),
+                "reasons": reasons,
                 "opening": len(previous) + 1,
+                "run_opening": max(len(of_run), earlier_reports) + 1,
             }
-            self._write([*rows, entry])
+            self._write([*rows, entry], doc["runs"])
         return entry, previous
+
+    def record_run(self, info: dict[str, Any]) -> None:
+        """Remember a run's chain head at a freezing (``run_uid``, ``chain_length``,
+        ``chain_head``, ``run_id``, ``strategy_id``...); a repeat is not written again."""
+        with self._locked():
+            doc = self._read_doc()
+            same = ("run_uid", "chain_length", "chain_head", "path")
+            if any(all(r.get(k) == info.get(k) for k in same) for r in doc["runs"]):
+                return
+            self._write(doc["entries"], [*doc["runs"], {**info, "recorded_at": _now()}])
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")

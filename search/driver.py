@@ -134,6 +134,12 @@ def prepare_run(
         from .runs import resolve_run
 
         run = resolve_run(resume, root)
+        if run.lineage_path.exists():
+            from .frozen import verify_run
+
+            # Replaying a forged row would select it: the lineage must be the one written.
+            # (selected.json, selected.py and config.json are written again.)
+            verify_run(run, copies=False)
         saved = {k: v for k, v in run.config().items() if k not in _CIRCUMSTANCES}
         search = saved.get("search")
         if isinstance(search, dict) and "proposer_subset" not in search:
@@ -294,7 +300,7 @@ def evolve(
         stage("selecting the strategy (bootstrap lower bound on val)")
         selected = search.select()
         if selected is not None:
-            run.write_selected(selected)
+            run.write_selected(selected, store=store, on_warning=stage)
         best = search.progress()
         search.close()
         return SearchOutcome(

@@ -3,7 +3,9 @@
 One row per candidate, written in one transaction when its evaluation finishes,
 so a run killed at any moment (``kill -9`` included) keeps every finished
 candidate, and resuming replays them (:mod:`.engine`). Rows are immutable once
-written.
+written, and each is linked into a hash chain as it is written (:mod:`.chain`):
+editing, adding or deleting a row afterwards is found by :func:`.chain.verify`.
+Schema 1 stores (made before the chain) are still read, never written.
 
 Two kinds of columns: the *content* of the lineage (what was proposed and what it
 scored: identical between two runs with the same seed, corpus and offline
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import sqlite3
 import zlib
 from collections.abc import Iterator, Sequence
@@ -31,7 +34,11 @@ import numpy as np
 
 from monsearch.errors import MonsearchError
 
-SCHEMA_VERSION = 1
+from . import chain as _chain
+
+#: 2: the ``chain`` table and ``run_uid`` (1: before them, read only).
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = ("1", "2")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,6 +75,13 @@ CREATE TABLE IF NOT EXISTS ledger (
     completion_tokens INTEGER NOT NULL DEFAULT 0,
     calls INTEGER NOT NULL DEFAULT 0,
     usd REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS chain (
+    pos INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    seq INTEGER,
+    record TEXT,
+    digest TEXT NOT NULL
 );
 """
 
@@ -208,24 +222,48 @@ class LineageStore:
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._refuse_old_schema()
             # WAL + synchronous FULL: a committed candidate survives kill -9 and power loss.
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
+            uid = secrets.token_hex(16)
             with self._db:
-                self._db.execute(
-                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
+                for key, value in (
+                    ("schema_version", str(SCHEMA_VERSION)),
+                    ("run_uid", uid),
+                    ("chain_head", _chain.genesis(uid)),
+                    ("chain_length", "0"),
+                ):
+                    self._db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, value))
         self._db.row_factory = sqlite3.Row
         try:
             version = self.get_meta("schema_version")
         except sqlite3.DatabaseError as exc:
             raise LineageError(f"{self.path}: not a lineage store ({exc})") from None
-        if version != str(SCHEMA_VERSION):
+        if version not in READABLE_VERSIONS:
             raise LineageError(
                 f"{self.path}: lineage schema {version!r}, this monsearch reads {SCHEMA_VERSION}"
             )
+        self.schema_version = int(version)
+
+    def _refuse_old_schema(self) -> None:
+        """An existing store of another schema is never written (it has no chain)."""
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.DatabaseError:
+            return  # a new file (no meta yet); a foreign one fails below
+        if row is not None and row[0] != str(SCHEMA_VERSION):
+            self._db.close()
+            raise LineageError(
+                f"{self.path}: lineage schema {row[0]!r}, made before runs carried an integrity "
+                f"chain; this monsearch writes schema {SCHEMA_VERSION} only, so it cannot resume "
+                "this run (an evolve with the same seed and corpus remakes it)"
+            )
+
+    @property
+    def chained(self) -> bool:
+        return self.schema_version >= 2
 
     def close(self) -> None:
         self._db.close()
@@ -294,6 +332,55 @@ class LineageStore:
                         float(entry.get("usd", 0.0)),
                     ),
                 )
+            # Hashed from what was just stored, read back: what verify() will read.
+            content = _chain.candidate_content(*self._material(record.seq))
+            self._append(_chain.CANDIDATE, record.seq, None, content)
+
+    # -- the chain (see .chain)
+
+    def _material(self, seq: int) -> tuple[sqlite3.Row, bytes | None, list[tuple[Any, ...]]]:
+        row = self._db.execute("SELECT * FROM candidates WHERE seq = ?", (seq,)).fetchone()
+        blob = self._db.execute("SELECT val FROM scores WHERE seq = ?", (seq,)).fetchone()
+        spend = self._db.execute(
+            "SELECT kind, model, prompt_tokens, completion_tokens, calls, usd FROM ledger "
+            "WHERE seq = ? ORDER BY entry",
+            (seq,),
+        ).fetchall()
+        return row, _chain.val_bytes(None if blob is None else blob[0]), [tuple(s) for s in spend]
+
+    def candidate_material(self) -> dict[int, tuple[sqlite3.Row, bytes | None, list[Any]]]:
+        """Every candidate's row, raw val scores and spend rows, by seq (what is chained)."""
+        seqs = [r[0] for r in self._db.execute("SELECT seq FROM candidates ORDER BY seq")]
+        return {seq: self._material(seq) for seq in seqs}
+
+    def chain_entries(self) -> list[tuple[int, str, int | None, str | None, str]]:
+        """``(pos, kind, seq, record, digest)`` of every chain entry, in order."""
+        rows = self._db.execute("SELECT pos, kind, seq, record, digest FROM chain ORDER BY pos")
+        return [tuple(r) for r in rows]  # type: ignore[misc]
+
+    def _append(self, kind: str, seq: int | None, record: str | None, content: str) -> None:
+        """Link one entry onto the chain (inside the caller's transaction)."""
+        last = self._db.execute("SELECT pos, digest FROM chain ORDER BY pos DESC LIMIT 1").fetchone()
+        uid = self._db.execute("SELECT value FROM meta WHERE key = 'run_uid'").fetchone()[0]
+        pos, previous = (0, _chain.genesis(uid)) if last is None else (last[0] + 1, last[1])
+        digest = _chain.link(previous, kind, content)
+        self._db.execute(
+            "INSERT INTO chain VALUES (?, ?, ?, ?, ?)", (pos, kind, seq, record, digest)
+        )
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('chain_head', ?)", (digest,))
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('chain_length', ?)", (str(pos + 1),))
+
+    def add_frozen(self, record: dict[str, Any]) -> bool:
+        """Chain a freezing of the selected strategy; False when it repeats the last entry."""
+        text = _chain.canonical(record)
+        with self._db:
+            last = self._db.execute(
+                "SELECT kind, record FROM chain ORDER BY pos DESC LIMIT 1"
+            ).fetchone()
+            if last is not None and last[0] == _chain.FROZEN and last[1] == text:
+                return False
+            self._append(_chain.FROZEN, None, text, _chain.frozen_content(text))
+        return True
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM candidates").fetchone()[0]

@@ -4,13 +4,18 @@ Layout of ``runs/<run-id>/`` (the default root is ``./runs``; ``MONSEARCH_RUNS``
 ``--runs-dir`` move it)::
 
     config.json       the resolved configuration (search.config.EvolveConfig.to_dict())
-    lineage.sqlite    every candidate ever evaluated (search.lineage.LineageStore)
-    selected.json     the frozen selected strategy (SelectedStrategy.to_dict())
+    lineage.sqlite    every candidate ever evaluated (search.lineage.LineageStore), linked
+                      in a hash chain with every freezing of the selected strategy
+    selected.json     the frozen selected strategy (SelectedStrategy.to_dict()): a copy
+                      of the last freezing in the chain
     selected.py       its source, byte for byte what strategy_hash covers
-    test/             sealed-test reports (monsearch test)
+    test/NNN/         the report of the sealed test's NNN-th opening (monsearch test)
     report.html       monsearch report
 
 A run is referred to by its id (a folder under the root) or by a path to its folder.
+Commands that act on the frozen strategy read the run through
+:func:`.frozen.verify_run`, never these files as found; :meth:`Run.selected` is for
+commands that only show a run.
 """
 
 from __future__ import annotations
@@ -114,7 +119,14 @@ class Run:
             return None
         return SelectedStrategy.from_dict(_read_json(path, "selected strategy"))
 
-    def write_selected(self, selected: SelectedStrategy) -> None:
+    def write_selected(self, selected: SelectedStrategy, **kwargs: Any) -> None:
+        """Freeze ``selected``: on the lineage chain, then these files (:func:`.frozen.freeze`)."""
+        from .frozen import freeze
+
+        freeze(self, selected, **kwargs)
+
+    def write_selected_files(self, selected: SelectedStrategy) -> None:
+        """The derived copies of a freezing (only :func:`.frozen.freeze` calls this)."""
         _atomic_write(self.dir / SELECTED_SOURCE, selected.source)
         _atomic_write(self.dir / SELECTED_FILE, json.dumps(selected.to_dict(), indent=2) + "\n")
 

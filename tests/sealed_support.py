@@ -20,8 +20,9 @@ from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
 from monsearch.search.lineage import CandidateRecord, LineageStore, source_hash
 from monsearch.search.runs import Run, SelectedStrategy
 
-#: A second program: the seed monitor with one constant changed (another strategy hash).
-OTHER_MONITOR = SEED_MONITOR + "\n# variant\n"
+#: A second program: the seed monitor with one constant changed (another strategy hash,
+#: and another normalised program: a comment alone would not be).
+OTHER_MONITOR = SEED_MONITOR.replace('"bias": 0.0', '"bias": 0.5')
 
 
 def make_corpus(root: Path, *, seed: int = 3, size: int = 1000) -> Path:

@@ -88,6 +88,8 @@ def test_selected_strategy_hash_is_checked(tmp_path):
     run.dir.mkdir()
     run.write_config({"run_id": "r1"})
     source = "def score(t):\n    return 2.0\n"
+    with run.store(readonly=False) as store:
+        store.add(_record(1, source=source))
     sel = SelectedStrategy("r1", "c00001", source, source_hash(source), 0.5, 0.4, {}, {}, {})
     run.write_selected(sel)
     assert resolve_run("r1", tmp_path).selected() == sel
@@ -103,3 +105,46 @@ def test_run_ids_and_missing_runs(tmp_path):
         check_run_id("../escape")
     with pytest.raises(RunError, match="no run 'nope'"):
         resolve_run("nope", tmp_path)
+
+
+def test_each_row_is_chained_as_written_and_checked_on_reading(tmp_path):
+    from monsearch.search.chain import RunIntegrityError, verify
+
+    path = tmp_path / "lineage.sqlite"
+    with LineageStore(path) as store:
+        store.add(_record(0), np.arange(3.0))
+        store.add(_record(1, ["c00000"]), np.arange(3.0) + 1,
+                  [{"kind": "llm", "model": "m", "prompt_tokens": 1, "calls": 1, "usd": 0.5}])
+        assert store.add_frozen({"id": "c00001"}) and not store.add_frozen({"id": "c00001"})
+    with LineageStore(path, readonly=True) as store:
+        chain, material = verify(store, "here")
+    assert chain.length == 3 and [r for _, r in chain.frozen] == [{"id": "c00001"}]
+    assert set(material) == {0, 1}
+    # Every part of a row is covered: its val scores, its spend, even its timings.
+    edits = {
+        "val": "UPDATE scores SET val = (SELECT val FROM scores WHERE seq = 0) WHERE seq = 1",
+        "spend": "UPDATE ledger SET usd = 0 WHERE seq = 1",
+        "timings": "UPDATE candidates SET timings_json = '{}' WHERE seq = 1",
+    }
+    for what, statement in edits.items():
+        copy = tmp_path / f"{what}.sqlite"
+        copy.write_bytes(path.read_bytes())
+        with sqlite3.connect(copy) as db:
+            db.execute(statement)
+        with LineageStore(copy, readonly=True) as store, pytest.raises(
+            RunIntegrityError, match="candidate c00001 .seq 1. differs"
+        ):
+            verify(store, "here")
+
+
+def test_a_store_made_before_the_chain_is_read_but_never_written(tmp_path):
+    path = tmp_path / "lineage.sqlite"
+    with LineageStore(path) as store:
+        store.add(_record(0))
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE chain")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    with LineageStore(path, readonly=True) as store:
+        assert not store.chained and [r.id for r in store.records()] == ["c00000"]
+    with pytest.raises(LineageError, match="cannot resume"):
+        LineageStore(path)

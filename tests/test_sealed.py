@@ -277,9 +277,12 @@ def test_run_sealed_test_once_then_refused_then_reopened(run, ledger_file):
     assert again["reopened"] and again["ledger"]["opening"] == 2
     assert [p["opened_at"] for p in again["ledger"]["previous"]] == [report["ledger"]["opened_at"]]
 
-    # Another candidate of the lineage is another strategy hash: a key of its own.
+    # Another candidate of the lineage is another program: a key of its own, so it is
+    # not refused; but it is the run's third opening, and marked so.
     other = run_sealed_test(run, program_id="c0001", scorer=fake_scorer)
-    assert not other["reopened"] and not other["strategy"]["selected"]
+    assert not other["strategy"]["selected"] and other["ledger"]["opening"] == 1
+    assert other["reopened"] and other["ledger"]["run_opening"] == 3
+    assert "already opened with other programs" in other["ledger"]["reasons"][0]
 
 
 def test_a_resplit_corpus_is_a_new_key(run, corpus, ledger_file, tmp_path):
@@ -309,5 +312,7 @@ def test_a_resplit_corpus_is_a_new_key(run, corpus, ledger_file, tmp_path):
 
 def test_other_monitor_source_differs():
     from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
+    from monsearch.search.program_key import program_hash
 
     assert OTHER_MONITOR != SEED_MONITOR
+    assert program_hash(OTHER_MONITOR) != program_hash(SEED_MONITOR)

@@ -2,7 +2,9 @@
 
 The monitor is an exported plugin folder (``monsearch export``), or a run, whose
 selected strategy is exported to a temporary folder first: either way the scores
-come from the plugin code, so they are the ones users of the plugin get.
+come from the plugin code, so they are the ones users of the plugin get. A run's
+plugin is built from its verified frozen source with monsearch's own files; nothing
+in a run folder is ever imported (a folder with a ``config.json`` is a run).
 """
 
 from __future__ import annotations
@@ -37,8 +39,11 @@ def _plugin_package(folder: Path) -> str | None:
 
 def load_monitor(ref: str, runs_dir: Path | None, keep: list[Any]) -> Any:
     """The plugin module for ``ref``: a plugin folder, else a run (exported on the fly)."""
+    from monsearch.search.runs import CONFIG_FILE
+
     folder = Path(ref)
-    package = _plugin_package(folder) if folder.is_dir() else None
+    is_run = (folder / CONFIG_FILE).is_file()  # never imported from, whatever it holds
+    package = _plugin_package(folder) if folder.is_dir() and not is_run else None
     if package is None:
         from monsearch.search.runs import RunError
         from monsearch.strategies.export import export

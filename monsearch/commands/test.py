@@ -39,7 +39,8 @@ from monsearch.errors import MonsearchError
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Folder for the report files [default: the run's test/ folder].",
+    help="Folder for the report files (one without a report) [default: a new RUN/test/NNN/; "
+    "RUN/test/NNN/ always keeps report.json].",
 )
 @click.option(
     "--runs-dir",
@@ -71,21 +72,33 @@ def test_cmd(
     runs; figures per dimension and per task, panel and true labels side by side,
     and the selective-escalation curves with their baselines. A ledger (a user data
     file; MONSEARCH_LEDGER moves it) records every opening: a second test of the
-    same strategy on the same corpus and split is refused unless --force, which
-    marks the report re-opened. Writes report.json, report.md, report.html and PNG
-    plots into RUN/test/ (or --out). Exit code 0 when done, 3 when refused by the
-    ledger, 2 for bad input.
+    same program (comments and layout aside) on the same corpus and split is
+    refused unless --force; every opening after a run's first, whatever program,
+    is marked re-opened, and each report says which opening of the run it is.
+    Writes report.json, report.md, report.html and PNG plots into a new
+    RUN/test/NNN/ (NNN: the opening), or into --out with report.json also kept in
+    RUN/test/NNN/; an earlier report is never replaced. Exit code 0 when done, 3 when refused by the
+    ledger, 2 for bad input or a run folder that differs from what the run
+    recorded.
     """
     from monsearch.commands.paths import ensure_writable_dir
     from monsearch.eval.costs import load_costs
     from monsearch.eval.report import report_json, shifted_table, summary_table, write_report
     from monsearch.eval.sealed import run_sealed_test
+    from monsearch.eval.sealed_reports import REPORT_FILE, REPORTS_DIR, new_report_folder
     from monsearch.search.runs import resolve_run
 
     costs = load_costs(costs_file)
     run = resolve_run(run_ref, runs_dir)
-    target = out if out is not None else run.dir / "test"
-    ensure_writable_dir(target, "report folder")
+    # Every opening leaves its report.json in the run folder, whatever --out says.
+    ensure_writable_dir(run.dir / REPORTS_DIR, "report folder")
+    if out is not None:
+        ensure_writable_dir(out, "report folder")
+        if (out / REPORT_FILE).exists():
+            raise MonsearchError(
+                f"--out {out}: already holds a sealed-test report; a report is never "
+                "replaced: choose a new folder"
+            )
     err = stderr_console()
     status = err.status("starting") if err.is_terminal else None
 
@@ -109,7 +122,13 @@ def test_cmd(
     finally:
         if status is not None:
             status.stop()
+    target = out if out is not None else run.dir / REPORTS_DIR
     try:
+        folder = new_report_folder(run.dir, report["ledger"]["run_opening"])
+        if out is None:
+            target = folder
+        else:
+            (folder / REPORT_FILE).write_text(report_json(report), encoding="utf-8")
         files = write_report(report, target)
     except OSError as exc:
         raise MonsearchError(
@@ -121,10 +140,15 @@ def test_cmd(
         return
     console = stdout_console()
     strat = report["strategy"]
+    ledger = report["ledger"]
     if report["reopened"]:
-        console.print(
-            f"[bold red]RE-OPENED[/]: opening {report['ledger']['opening']} of this sealed test"
-        )
+        from rich.markup import escape
+
+        console.print("[bold red]RE-OPENED[/]: " + escape("; ".join(ledger["reasons"])))
+    console.print(
+        f"{ordinal(ledger['run_opening'])} opening of run {report['run_id']}'s sealed test",
+        markup=False,
+    )
     headers, rows = summary_table(report)
     title = (
         f"sealed test of run {report['run_id']}, strategy {strat['id']} "
@@ -163,3 +187,9 @@ def test_cmd(
     if len(report.get("notes", [])) > 3:
         console.print(f"({len(report['notes']) - 3} more notes in the report)")
     console.print(f"report: {files['html']}", markup=False)
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st..."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

@@ -82,43 +82,34 @@ class Strategy:
 
 
 def load_strategy(run_ref: str, program_id: str | None = None, runs_dir: Any = None) -> Strategy:
-    """The selected strategy of a run (or candidate ``program_id`` of its lineage)."""
-    from monsearch.search.lineage import source_hash
-    from monsearch.search.runs import resolve_run
+    """The selected strategy of a run (or candidate ``program_id`` of its lineage), as
+    verified against the run's chain (``monsearch.search.frozen``)."""
+    from monsearch.eval.sealed_reports import latest_report
+    from monsearch.search.frozen import verify_run
+    from monsearch.search.runs import RunError, resolve_run
 
     run = resolve_run(run_ref, runs_dir)
-    config = run.config()
-    selected = run.selected()
-    if program_id is None and selected is None:
+    verified = verify_run(run)
+    if program_id is None and verified.frozen is None:
         raise ExportError(
             f"run {run.id} has no selected strategy yet; name a candidate with --program"
         )
-    with run.store() as store:
-        record = store.get(program_id or selected.id)  # type: ignore[union-attr]
-        scores = store.val_scores(record.seq)
-    if record.source is None:
-        raise ExportError(f"candidate {record.id} of run {run.id} has no source")
-    if scores is None:
-        raise ExportError(f"candidate {record.id} of run {run.id} has no val scores")
-    is_selected = selected is not None and selected.id == record.id
-    fitness = (selected.fitness_json if is_selected else record.fitness_json) or {}
-    test = None
-    report = run.dir / "test" / "report.json"
-    if report.is_file():
-        try:
-            test = json.loads(report.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ExportError(f"{report}: unreadable sealed-test report ({exc})") from None
+    try:
+        program = verified.program(program_id)
+    except RunError as exc:
+        raise ExportError(str(exc)) from None
+    if program.val_scores is None:
+        raise ExportError(f"candidate {program.id} of run {run.id} has no val scores")
     return Strategy(
         run_id=run.id,
-        program_id=record.id,
-        source=record.source,
-        strategy_hash=source_hash(record.source),
-        selected=is_selected,
-        fitness_json=fitness,
-        config=config,
-        val_scores=[float(x) for x in scores],
-        test_report=test,
+        program_id=program.id,
+        source=program.source,
+        strategy_hash=program.strategy_hash,
+        selected=program.selected,
+        fitness_json=program.fitness_json,
+        config=verified.config,
+        val_scores=[float(x) for x in program.val_scores],
+        test_report=latest_report(run.dir, program.strategy_hash),
     )
 
 
