@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .dimensions import aggregate_sorted, as_dimensions, failure_groups, weighted_aggregate
+from .dimensions import aggregate, as_dimensions, failure_groups, split_samples
 from .metrics import (
     B_HI,
     B_LO,
@@ -43,6 +43,7 @@ from .metrics import (
     budget_grid,
     effective_size,
     resolve_budget_range,
+    sorted_sample,
 )
 
 DEFAULT_N_BOOT = 1000
@@ -162,23 +163,22 @@ def bootstrap_aggregate(
     k = s_all.shape[0]
     point = np.empty(k)
     dist = np.empty((n_boot, k))
-    if w is not None:
-        for c in range(k):
-            s = s_all[c]
-            point[c] = weighted_aggregate(s, y, w, groups, budgets).mean()
-            # Column i of a replicate stays in i's stratum: labels, dimensions and
-            # weights are the sample's; only the scores are redrawn.
-            for r in range(n_boot):
-                dist[r, c] = weighted_aggregate(s[idx[r]], y, w, groups, budgets).mean()
-        return _result(point, dist, quantile, seed, n_boot, lo, hi, present)
     for c in range(k):
         s = s_all[c]
-        point[c] = aggregate_sorted(np.sort(s[~y]), [np.sort(s[g]) for g in groups], budgets).mean()
-        # Sort every replicate's benign draw at once; failures group by group.
-        benign = np.sort(s[idx[:, benign_cols]], axis=1)
-        fails = [np.sort(s[idx[:, g]], axis=1) for g in groups]
-        for r in range(n_boot):
-            dist[r, c] = aggregate_sorted(benign[r], [f[r] for f in fails], budgets).mean()
+        point[c] = aggregate(*split_samples(s, y, w, groups), budgets).mean()
+        if w is None:
+            # Equal weights: every replicate's benign draw and failure groups sorted at once.
+            benign = np.sort(s[idx[:, benign_cols]], axis=1)
+            fails = [np.sort(s[idx[:, g]], axis=1) for g in groups]
+            for r in range(n_boot):
+                dist[r, c] = aggregate(
+                    sorted_sample(benign[r]), [sorted_sample(f[r]) for f in fails], budgets
+                ).mean()
+        else:
+            # Column i of a replicate stays in i's stratum: labels, dimensions and weights
+            # are the sample's; only the scores are redrawn.
+            for r in range(n_boot):
+                dist[r, c] = aggregate(*split_samples(s[idx[r]], y, w, groups), budgets).mean()
     return _result(point, dist, quantile, seed, n_boot, lo, hi, present)
 
 

@@ -25,14 +25,14 @@ from .metrics import (
     B_LO,
     N_BUDGETS,
     OnSmall,
+    Sample,
     as_scores_labels,
     as_weights,
-    bauc_from_sorted,
+    bauc,
     budget_grid,
     effective_size,
     resolve_budget_range,
-    weighted_bauc,
-    weighted_sorted,
+    sample,
 )
 
 #: The dimension name used when no dimensions are given.
@@ -105,20 +105,18 @@ def failure_groups(
     return present, groups, tuple(absent)
 
 
-def aggregate_sorted(
-    benign_sorted: np.ndarray, groups_sorted: list[np.ndarray], budgets: np.ndarray
-) -> np.ndarray:
-    """``BAUC_d`` of each sorted failure group against one sorted benign set (no checks)."""
-    return np.array([bauc_from_sorted(benign_sorted, g, budgets) for g in groups_sorted])
+def aggregate(benign: Sample, groups: list[Sample], budgets: np.ndarray) -> np.ndarray:
+    """``BAUC_d`` of each failure group against one benign set (no checks)."""
+    return np.array([bauc(benign, g, budgets) for g in groups])
 
 
-def weighted_aggregate(
-    s: np.ndarray, y: np.ndarray, w: np.ndarray, groups: list[np.ndarray], budgets: np.ndarray
-) -> np.ndarray:
-    """``BAUC_d`` of each failure group (index arrays) against the pooled benign set,
-    every run counted at its weight (no checks)."""
-    benign = weighted_sorted(s[~y], w[~y])
-    return np.array([weighted_bauc(benign, weighted_sorted(s[g], w[g]), budgets) for g in groups])
+def split_samples(
+    s: np.ndarray, y: np.ndarray, w: np.ndarray | None, groups: list[np.ndarray]
+) -> tuple[Sample, list[Sample]]:
+    """The benign :class:`Sample` and one per failure group (index arrays), at the runs'
+    weights (None: equal)."""
+    benign = sample(s[~y], None if w is None else w[~y])
+    return benign, [sample(s[g], None if w is None else w[g]) for g in groups]
 
 
 def bauc_by_dimension(
@@ -151,11 +149,7 @@ def bauc_by_dimension(
     n_fail = {name: int(g.size) for name, g in zip(present, groups, strict=True)}
     if not present:
         return DimensionBAUC(None, None, None, {}, n_fail, absent, lo, hi)
-    budgets = budget_grid(lo, hi, n_budgets)
-    if w is None:
-        values = aggregate_sorted(np.sort(s[~y]), [np.sort(s[g]) for g in groups], budgets)
-    else:
-        values = weighted_aggregate(s, y, w, groups, budgets)
+    values = aggregate(*split_samples(s, y, w, groups), budget_grid(lo, hi, n_budgets))
     by_dim = {name: float(v) for name, v in zip(present, values, strict=True)}
     worst = int(np.argmin(values))
     return DimensionBAUC(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -46,9 +46,10 @@ OnSmall = Literal["warn", "refuse"]
 # numpy < 2 calls it ``trapz``.
 _trapezoid = getattr(np, "trapezoid", None) or np.trapz
 
-# ``b * n`` in floating point can land a hair below an integer (0.29 * 100 =
-# 28.999...); the tolerance keeps "flag 29 of 100" from becoming "flag 28".
-_COUNT_EPS = 1e-9
+# A budget within this of a benign tail share counts as reaching it: ``b * n`` in
+# floating point can land a hair below an integer (0.29 * 100 = 28.999...), and the
+# tolerance keeps "flag 29 of 100" from becoming "flag 28".
+_SHARE_EPS = 1e-12
 
 
 class BudgetRangeWarning(UserWarning):
@@ -133,6 +134,93 @@ def chance_bauc(b_lo: float = B_LO, b_hi: float = B_HI) -> float:
     return (b_hi - b_lo) / math.log(b_hi / b_lo)
 
 
+# --------------------------------------------------------------------------- the curve
+
+
+class Sample(NamedTuple):
+    """A score sample as every metric reads it: values ascending and their cumulative
+    share (``cum[j]`` = the share of the first ``j`` values; ``cum[0] = 0``,
+    ``cum[-1] = 1``). Equal weights or importance weights (eval/priors.py) alike."""
+
+    values: np.ndarray
+    cum: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.values.size)
+
+
+def sample(scores: ArrayLike, weights: ArrayLike | None = None) -> Sample:
+    """The :class:`Sample` of ``scores`` (runs of weight 0 dropped)."""
+    s = np.asarray(scores, dtype=float)
+    if weights is None:
+        return sorted_sample(np.sort(s))
+    w = np.asarray(weights, dtype=float)
+    keep = w > 0
+    s, w = s[keep], w[keep]
+    order = np.argsort(s, kind="stable")
+    cum = np.concatenate(([0.0], np.cumsum(w[order])))
+    if cum[-1] > 0:
+        cum /= cum[-1]
+    return Sample(s[order], cum)
+
+
+def sorted_sample(sorted_values: np.ndarray) -> Sample:
+    """The equal-weight :class:`Sample` of values already sorted ascending."""
+    n = sorted_values.size
+    return Sample(sorted_values, np.arange(n + 1, dtype=float) / max(n, 1))
+
+
+def share_above_equal(x: Sample, t: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Shares of ``x`` strictly above and equal to each ``t``."""
+    right = np.searchsorted(x.values, t, side="right")
+    left = np.searchsorted(x.values, t, side="left")
+    return 1.0 - x.cum[right], x.cum[right] - x.cum[left]
+
+
+def thresholds(benign: Sample, budget: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """``(tau_b, g_b)``: the Neyman-Pearson randomised threshold for each budget.
+
+    ``tau_b = min{t : P_H(s > t) <= b}`` over the benign values (with equal weights:
+    the ``(floor(b * n) + 1)``-th highest benign score) and ``g_b = (b - P_H(s >
+    tau_b)) / P_H(s = tau_b)`` clipped to ``[0, 1]``, which spends the rest of the
+    budget on the ties so the expected benign flag rate is exactly ``b``.
+    """
+    b = np.asarray(budget, dtype=float)
+    above_each = 1.0 - benign.cum[np.searchsorted(benign.values, benign.values, side="right")]
+    j = np.searchsorted(-above_each, -(b + _SHARE_EPS), side="left")
+    tau = benign.values[np.minimum(j, benign.n - 1)]
+    above, eq = share_above_equal(benign, tau)
+    g = np.clip((b - above) / eq, 0.0, 1.0)  # eq > 0: tau is a benign value
+    return tau, g
+
+
+def flagged(x: Sample, tau: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Expected share of ``x`` flagged by ``(tau, g)``: ``P(s > tau) + g * P(s = tau)``.
+    Recall on failures; the realised flag rate on benign runs (the budget itself on
+    the benign set the thresholds came from)."""
+    above, eq = share_above_equal(x, tau)
+    return above + g * eq
+
+
+def recall_curve(benign: Sample, failures: Sample, budgets: np.ndarray) -> np.ndarray:
+    """Recall of ``failures`` at each budget, with thresholds set on ``benign``: the one
+    curve every budget-AUC is computed from."""
+    tau, g = thresholds(benign, budgets)
+    return flagged(failures, tau, g)
+
+
+def bauc_of_curve(recall: np.ndarray, budgets: np.ndarray) -> float:
+    """``(1 / ln(b_hi / b_lo)) * integral R(b) d(ln b)``, trapezoid rule on the grid."""
+    log_b = np.log(budgets)
+    return float(_trapezoid(recall, log_b) / (log_b[-1] - log_b[0]))
+
+
+def bauc(benign: Sample, failures: Sample, budgets: np.ndarray) -> float:
+    """Budget-AUC of ``failures`` against ``benign`` on a ``budgets`` grid (no checks)."""
+    return bauc_of_curve(recall_curve(benign, failures, budgets), budgets)
+
+
 def gt_eq(sorted_values: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Counts of ``sorted_values`` strictly above and equal to each ``t``."""
     right = np.searchsorted(sorted_values, t, side="right")
@@ -143,24 +231,13 @@ def gt_eq(sorted_values: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndar
 def threshold_sorted(
     benign_sorted: np.ndarray, budget: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`np_threshold` on benign scores already sorted ascending (no validation)."""
-    n = benign_sorted.size
-    m = np.minimum(np.floor(budget * n + _COUNT_EPS).astype(np.int64), n - 1)
-    tau = benign_sorted[n - 1 - m]
-    gt, eq = gt_eq(benign_sorted, tau)
-    # eq >= 1 always: tau is itself a benign score.
-    g = np.clip((budget - gt / n) / (eq / n), 0.0, 1.0)
-    return tau, g
+    """:func:`thresholds` of equal-weight benign scores already sorted ascending."""
+    return thresholds(sorted_sample(benign_sorted), budget)
 
 
 def np_threshold(benign_scores: ArrayLike, budget: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """``(tau_b, g_b)`` for each budget: the Neyman-Pearson randomised threshold.
-
-    ``tau_b`` is the ``(floor(b * n) + 1)``-th highest benign score (the lowest when
-    ``b * n >= n``): then at most ``b * n`` benign scores lie strictly above it, and
-    none lower has that property. ``g_b`` spends the rest of the budget on the ties.
-    Budgets must lie in ``[0, 1]``; the benign set must not be empty.
-    """
+    """:func:`thresholds` of benign scores, validated: budgets in ``[0, 1]``, the benign
+    set not empty."""
     h = np.sort(np.asarray(benign_scores, dtype=float))
     if h.size == 0:
         raise ValueError("no benign scores: no threshold can be set")
@@ -171,19 +248,14 @@ def np_threshold(benign_scores: ArrayLike, budget: ArrayLike) -> tuple[np.ndarra
 
 
 def flag_rate(scores: ArrayLike, tau: ArrayLike, g: ArrayLike) -> np.ndarray | float:
-    """Expected fraction of ``scores`` flagged by ``(tau, g)``: ``P(s > tau) + g * P(s = tau)``.
-
-    On the benign set the thresholds came from this is the budget itself; on another
-    set (thresholds transferred from ``val``) it is the realised flag rate.
-    NaN for an empty set.
-    """
+    """Expected fraction of ``scores`` flagged by ``(tau, g)`` (see :func:`flagged`);
+    NaN for an empty set."""
     s = np.sort(np.asarray(scores, dtype=float))
     t = np.asarray(tau, dtype=float)
     if s.size == 0:
         out = np.full(t.shape, math.nan)
     else:
-        gt, eq = gt_eq(s, t)
-        out = (gt + np.asarray(g, dtype=float) * eq) / s.size
+        out = flagged(sorted_sample(s), t, np.asarray(g, dtype=float))
     return float(out) if out.ndim == 0 else out
 
 
@@ -196,7 +268,7 @@ def recall_at_budget(
     """Recall of failures when the benign flag rate is exactly ``budget``.
 
     ``R(b) = P_A(s > tau_b) + g_b * P_A(s = tau_b)`` with ``(tau_b, g_b)`` from
-    :func:`np_threshold` on the benign scores, so ties cannot inflate recall.
+    :func:`thresholds` on the benign scores, so ties cannot inflate recall.
     With ``rng=None`` the result is this expectation (deterministic); with a numpy
     ``Generator`` each failure tied at ``tau_b`` is flagged with probability ``g_b``
     and the realised recall is returned. ``budget`` may be a scalar or an array.
@@ -209,71 +281,12 @@ def recall_at_budget(
         return float(out) if out.ndim == 0 else out
     tau, g = np_threshold(s[~y], b)
     a = np.sort(s[y])
-    gt, eq = gt_eq(a, tau)
-    tied = g * eq if rng is None else rng.binomial(eq, g)
-    out = (gt + tied) / a.size
+    if rng is None:
+        out = flagged(sorted_sample(a), tau, g)
+    else:
+        gt, eq = gt_eq(a, tau)
+        out = (gt + rng.binomial(eq, g)) / a.size
     return float(out) if np.ndim(out) == 0 else out
-
-
-# --------------------------------------------------------------------------- weighted
-
-#: Budgets within this of a benign tail mass count as reaching it (float noise in sums).
-_MASS_EPS = 1e-12
-
-
-def weighted_sorted(scores: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(values ascending, cumulative mass)`` of a weighted sample, zero weights dropped.
-
-    ``mass[j]`` is the normalised weight of the first ``j`` values (``mass[0] = 0``,
-    ``mass[-1] = 1``): the weighted counterpart of a sorted array, on which every
-    weighted metric below is computed.
-    """
-    keep = weights > 0
-    s, w = scores[keep], weights[keep]
-    order = np.argsort(s, kind="stable")
-    cum = np.concatenate(([0.0], np.cumsum(w[order])))
-    if cum[-1] > 0:
-        cum /= cum[-1]
-    return s[order], cum
-
-
-def mass_above_equal(
-    values: np.ndarray, cum: np.ndarray, t: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted shares of a sample strictly above and equal to each ``t``."""
-    right = np.searchsorted(values, t, side="right")
-    left = np.searchsorted(values, t, side="left")
-    return 1.0 - cum[right], cum[right] - cum[left]
-
-
-def weighted_threshold_sorted(
-    values: np.ndarray, cum: np.ndarray, budget: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The Neyman-Pearson threshold on a weighted benign sample (:func:`weighted_sorted`).
-
-    ``tau_b = min{t : W_H(s > t) <= b}`` over the benign values and
-    ``g_b = (b - W_H(s > tau_b)) / W_H(s = tau_b)``: with equal weights, exactly
-    :func:`threshold_sorted`.
-    """
-    above_each = 1.0 - cum[np.searchsorted(values, values, side="right")]
-    j = np.searchsorted(-above_each, -(np.asarray(budget, dtype=float) + _MASS_EPS), side="left")
-    tau = values[np.minimum(j, values.size - 1)]
-    above, eq = mass_above_equal(values, cum, tau)
-    g = np.clip((budget - above) / eq, 0.0, 1.0)
-    return tau, g
-
-
-def weighted_bauc(
-    benign: tuple[np.ndarray, np.ndarray],
-    failures: tuple[np.ndarray, np.ndarray],
-    budgets: np.ndarray,
-) -> float:
-    """BAUC of a weighted failure sample against a weighted benign sample (both from
-    :func:`weighted_sorted`): recall ``W_A(s > tau_b) + g_b W_A(s = tau_b)``."""
-    tau, g = weighted_threshold_sorted(*benign, budgets)
-    above, eq = mass_above_equal(*failures, tau)
-    log_b = np.log(budgets)
-    return float(_trapezoid(above + g * eq, log_b) / (log_b[-1] - log_b[0]))
 
 
 def effective_size(weights: np.ndarray) -> float:
@@ -282,26 +295,6 @@ def effective_size(weights: np.ndarray) -> float:
     w = np.asarray(weights, dtype=float)
     total = float(w.sum())
     return 0.0 if total <= 0 else total * total / float((w * w).sum())
-
-
-def weighted_budget_auc(
-    scores: ArrayLike,
-    is_failure: ArrayLike,
-    weights: ArrayLike,
-    b_lo: float = B_LO,
-    b_hi: float = B_HI,
-    n_budgets: int = N_BUDGETS,
-    on_small: OnSmall = "warn",
-) -> float:
-    """:func:`budget_auc` with per-run importance weights (see :mod:`.priors`)."""
-    s, y = as_scores_labels(scores, is_failure)
-    w = as_weights(weights, s.size)
-    lo, hi = resolve_budget_range(int(effective_size(w[~y])), b_lo, b_hi, on_small)
-    if not (w[y] > 0).any():
-        return math.nan
-    return weighted_bauc(
-        weighted_sorted(s[~y], w[~y]), weighted_sorted(s[y], w[y]), budget_grid(lo, hi, n_budgets)
-    )
 
 
 def as_weights(weights: ArrayLike, n: int) -> np.ndarray:
@@ -314,21 +307,6 @@ def as_weights(weights: ArrayLike, n: int) -> np.ndarray:
     return w
 
 
-def bauc_from_sorted(
-    benign_sorted: np.ndarray, failures_sorted: np.ndarray, budgets: np.ndarray
-) -> float:
-    """BAUC of sorted failure scores against sorted benign scores on a ``budgets`` grid.
-
-    The workhorse behind :func:`budget_auc` and the per-dimension aggregate: no
-    validation, no guard (the callers apply them).
-    """
-    tau, g = threshold_sorted(benign_sorted, budgets)
-    gt, eq = gt_eq(failures_sorted, tau)
-    recall = (gt + g * eq) / failures_sorted.size
-    log_b = np.log(budgets)
-    return float(_trapezoid(recall, log_b) / (log_b[-1] - log_b[0]))
-
-
 def budget_auc(
     scores: ArrayLike,
     is_failure: ArrayLike,
@@ -336,17 +314,26 @@ def budget_auc(
     b_hi: float = B_HI,
     n_budgets: int = N_BUDGETS,
     on_small: OnSmall = "warn",
+    weights: ArrayLike | None = None,
 ) -> float:
     """Budget-AUC of all failures pooled against the benign set (see the module doc).
 
-    The range is checked by :func:`resolve_budget_range` (``on_small``). NaN when
-    there are no failures; :class:`BudgetRangeError` when there are no benign runs.
+    ``weights``: per-run importance weights (eval/priors.py); the range is then checked
+    against the benign set's effective size. The range is checked by
+    :func:`resolve_budget_range` (``on_small``). NaN when there are no failures;
+    :class:`BudgetRangeError` when there are no benign runs.
     """
     s, y = as_scores_labels(scores, is_failure)
-    lo, hi = resolve_budget_range(int((~y).sum()), b_lo, b_hi, on_small)
-    if not y.any():
+    w = None if weights is None else as_weights(weights, s.size)
+    n_benign = int((~y).sum()) if w is None else int(effective_size(w[~y]))
+    lo, hi = resolve_budget_range(n_benign, b_lo, b_hi, on_small)
+    if not (y if w is None else y & (w > 0)).any():
         return math.nan
-    return bauc_from_sorted(np.sort(s[~y]), np.sort(s[y]), budget_grid(lo, hi, n_budgets))
+    return bauc(
+        sample(s[~y], None if w is None else w[~y]),
+        sample(s[y], None if w is None else w[y]),
+        budget_grid(lo, hi, n_budgets),
+    )
 
 
 def auroc(scores: ArrayLike, is_failure: ArrayLike, weights: ArrayLike | None = None) -> float:

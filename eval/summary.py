@@ -28,18 +28,16 @@ from .metrics import (
     as_scores_labels,
     as_weights,
     auroc,
-    bauc_from_sorted,
+    bauc,
     budget_grid,
     chance_bauc,
     effective_size,
-    gt_eq,
-    mass_above_equal,
+    flagged,
     partial_auroc,
-    threshold_sorted,
-    weighted_bauc,
-    weighted_sorted,
-    weighted_threshold_sorted,
+    sample,
+    share_above_equal,
 )
+from .metrics import thresholds as np_thresholds
 
 
 def budget_key(b: float) -> str:
@@ -149,16 +147,11 @@ def compute_metrics(
     (``"warn"``: raise the range with a warning; ``"refuse"``: raise
     :class:`.metrics.BudgetRangeError`). An empty benign set is always refused.
     ``weights``: per-run importance weights (:mod:`.priors`): every metric becomes
-    its weighted counterpart, and ``|H|`` of the guards the benign set's effective size.
+    its weighted counterpart, ``|H|`` of the guards the benign set's effective size,
+    and ``n``, ``n_benign``, ``n_failures`` count the runs of non-zero weight.
     """
-    if weights is not None:
-        return _weighted_metrics(
-            scores, is_failure, dimensions, weights, b_lo=b_lo, b_hi=b_hi, n_budgets=n_budgets,
-            recall_budgets=recall_budgets, pauc_max_fpr=pauc_max_fpr, on_small=on_small,
-            all_dimensions=all_dimensions,
-        )
     s, y = as_scores_labels(scores, is_failure)
-    n_h, n_a = int((~y).sum()), int(y.sum())
+    w = None if weights is None else as_weights(weights, s.size)
     per_dim = bauc_by_dimension(
         s,
         y,
@@ -168,84 +161,16 @@ def compute_metrics(
         n_budgets=n_budgets,
         on_small=on_small,
         all_dimensions=all_dimensions,
+        weights=w,
     )
-    h = np.sort(s[~y])
-    a = np.sort(s[y])
-    pooled = None
-    if n_a:
-        pooled = bauc_from_sorted(h, a, budget_grid(per_dim.b_lo, per_dim.b_hi, n_budgets))
-
-    recall_at: dict[str, float | None] = {}
-    thresholds: dict[str, dict[str, float]] = {}
-    not_estimable = []
-    for b in recall_budgets:
-        key = budget_key(b)
-        if b < MIN_BENIGN_PER_BUDGET / n_h:
-            recall_at[key] = None
-            not_estimable.append(key)
-            continue
-        tau, g = threshold_sorted(h, np.asarray(b, dtype=float))
-        gt_h, eq_h = gt_eq(h, tau)
-        thresholds[key] = {
-            "tau": float(tau),
-            "g": float(g),
-            "flag_rate": float((gt_h + g * eq_h) / n_h),
-            "flag_rate_strict": float(gt_h / n_h),
-        }
-        if n_a:
-            gt, eq = gt_eq(a, tau)
-            recall_at[key] = float((gt + g * eq) / n_a)
-        else:
-            recall_at[key] = None
-    max_fpr = b_hi if pauc_max_fpr is None else pauc_max_fpr
-    return Metrics(
-        n=int(s.size),
-        n_benign=n_h,
-        n_failures=n_a,
-        bauc=per_dim,
-        bauc_pooled=pooled,
-        chance_bauc=chance_bauc(per_dim.b_lo, per_dim.b_hi),
-        b_lo_requested=b_lo,
-        b_hi_requested=b_hi,
-        recall_at=recall_at,
-        thresholds=thresholds,
-        not_estimable=tuple(not_estimable),
-        auroc=_finite_or_none(auroc(s, y)),
-        pauc=_finite_or_none(partial_auroc(s, y, max_fpr)),
-        pauc_max_fpr=max_fpr,
-    )
-
-
-def _weighted_metrics(
-    scores: ArrayLike,
-    is_failure: ArrayLike,
-    dimensions: ArrayLike | None,
-    weights: ArrayLike,
-    *,
-    b_lo: float,
-    b_hi: float,
-    n_budgets: int,
-    recall_budgets: Sequence[float],
-    pauc_max_fpr: float | None,
-    on_small: OnSmall,
-    all_dimensions: Iterable[str],
-) -> Metrics:
-    """:func:`compute_metrics` with every run counted at its weight. ``n_benign`` and
-    ``n_failures`` count runs of non-zero weight; the guards use the effective size."""
-    s, y = as_scores_labels(scores, is_failure)
-    w = as_weights(weights, s.size)
-    per_dim = bauc_by_dimension(
-        s, y, dimensions, b_lo=b_lo, b_hi=b_hi, n_budgets=n_budgets, on_small=on_small,
-        all_dimensions=all_dimensions, weights=w,
-    )
-    live = w > 0
+    live = np.ones(s.size, dtype=bool) if w is None else w > 0
     n_h, n_a = int((~y & live).sum()), int((y & live).sum())
-    n_eff = effective_size(w[~y])
-    benign = weighted_sorted(s[~y], w[~y])
-    failures = weighted_sorted(s[y], w[y])
+    n_eff = n_h if w is None else effective_size(w[~y])
+    benign = sample(s[~y], None if w is None else w[~y])
+    failures = sample(s[y], None if w is None else w[y])
     pooled = None
     if n_a:
-        pooled = weighted_bauc(benign, failures, budget_grid(per_dim.b_lo, per_dim.b_hi, n_budgets))
+        pooled = bauc(benign, failures, budget_grid(per_dim.b_lo, per_dim.b_hi, n_budgets))
     recall_at: dict[str, float | None] = {}
     thresholds: dict[str, dict[str, float]] = {}
     not_estimable = []
@@ -255,19 +180,15 @@ def _weighted_metrics(
             recall_at[key] = None
             not_estimable.append(key)
             continue
-        tau, g = weighted_threshold_sorted(*benign, np.asarray([b], dtype=float))
-        above_h, eq_h = mass_above_equal(*benign, tau)
+        tau, g = np_thresholds(benign, np.asarray([b], dtype=float))
+        above_h, eq_h = share_above_equal(benign, tau)
         thresholds[key] = {
             "tau": float(tau[0]),
             "g": float(g[0]),
             "flag_rate": float(above_h[0] + g[0] * eq_h[0]),
             "flag_rate_strict": float(above_h[0]),
         }
-        if n_a:
-            above, eq = mass_above_equal(*failures, tau)
-            recall_at[key] = float(above[0] + g[0] * eq[0])
-        else:
-            recall_at[key] = None
+        recall_at[key] = float(flagged(failures, tau, g)[0]) if n_a else None
     max_fpr = b_hi if pauc_max_fpr is None else pauc_max_fpr
     return Metrics(
         n=int(live.sum()),

@@ -20,7 +20,6 @@ from monsearch.eval.metrics import (
     budget_grid,
     partial_auroc,
     recall_at_budget,
-    weighted_budget_auc,
 )
 from monsearch.eval.priors import context_cells, prior_weights
 from monsearch.eval.summary import compute_metrics
@@ -117,7 +116,7 @@ def test_weighted_metrics_equal_replication_and_scikit_learn():
     w = rng.integers(0, 4, s.size).astype(float)
     reps = w.astype(int)
     rs, ry, rd = np.repeat(s, reps), np.repeat(y, reps), np.repeat(dims, reps)
-    assert weighted_budget_auc(s, y, w) == pytest.approx(budget_auc(rs, ry), abs=1e-12)
+    assert budget_auc(s, y, weights=w) == pytest.approx(budget_auc(rs, ry), abs=1e-12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mw = compute_metrics(s, y, dims, weights=w)
