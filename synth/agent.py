@@ -27,19 +27,14 @@ from typing import Any, Protocol
 
 from monsearch.corpora.model import Step
 from monsearch.synth import family as fam
+from monsearch.synth.clients.dispatch import choose_client, render_exchange
+from monsearch.synth.clients.exchange import Exchange, Rendered
+from monsearch.synth.clients.python_script import held_out_names
+from monsearch.synth.clients.quoting import dq, sq
 from monsearch.synth.observations import Response
 from monsearch.synth.plans import ASIDES_B, HONEST_SHARE
-from monsearch.synth.style import (
-    Exchange,
-    Rendered,
-    Req,
-    Style,
-    choose_client,
-    dq,
-    held_out_names,
-    render_exchange,
-    sq,
-)
+from monsearch.synth.request import Req
+from monsearch.synth.style import Style
 
 #: A placeholder a loop's request template carries where the loop variable goes.
 VAR = "\x00V\x00"

@@ -24,7 +24,7 @@ from monsearch.synth.observations import (
     ok,
     too_many,
 )
-from monsearch.synth.style import Req
+from monsearch.synth.request import Req
 
 Handler = Callable[[Req, "re.Match[str]", float], Response]
 

@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from monsearch.synth.request import req
 from monsearch.synth.scenario import get_scenario
-from monsearch.synth.style import STYLES, req
+from monsearch.synth.style import STYLES
 from monsearch.synth.tasks import graphql_batch_otp as gq
 from monsearch.synth.tasks import neighbor_services as ns
 from monsearch.synth.tasks import staff_directory as sd

@@ -1,6 +1,6 @@
 """The synthetic generator writes the Python shapes agents use (issue 8, item 8).
 
-A run that writes Python settles on a habit (:func:`~monsearch.synth.style.py_habit`):
+A run that writes Python settles on a habit (:func:`~monsearch.synth.clients.py_habit.py_habit`):
 a ``call(method, path, body=None, token=None)`` helper over urllib or
 ``http.client`` defined in its scripts, a client module written once and
 imported in later steps (``cd DIR``, ``sys.path.insert``, ``PYTHONPATH``),
@@ -29,16 +29,14 @@ from monsearch.sandbox.shell import run_script
 from monsearch.sandbox.view import build_view
 from monsearch.sandbox.view_coverage import corpus_coverage
 from monsearch.synth import agent as agent_module
+from monsearch.synth.clients.dispatch import render_exchange
+from monsearch.synth.clients.exchange import Exchange
+from monsearch.synth.clients.py_habit import py_habit
 from monsearch.synth.generate import generate
+from monsearch.synth.observations import Response
+from monsearch.synth.request import req
 from monsearch.synth.scenario import REGISTRY
-from monsearch.synth.style import (
-    STYLES,
-    Exchange,
-    Response,
-    py_habit,
-    render_exchange,
-    req,
-)
+from monsearch.synth.style import STYLES
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 PY_STYLES = ("mixed_pragmatic", "python_heredoc", "python_oneliner")
@@ -240,7 +238,7 @@ def test_habit_is_drawn_once_per_run():
 def test_helper_loop_sends_one_request_per_value(family, imp):
     """:func:`render_py_loop` (for the agent's Python loops): the helper in a loop."""
     from monsearch.synth.agent import VAR, _LoopSpec
-    from monsearch.synth.style import render_py_loop
+    from monsearch.synth.clients.python_loop import render_py_loop
 
     cases = [
         (req("GET", f"http://app:5000/api/projects/{VAR}", headers={"Authorization": "Bearer t.k-1"}), list(range(1, 9))),

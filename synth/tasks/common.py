@@ -17,8 +17,8 @@ from typing import Generic, TypeVar
 from monsearch.synth import family
 from monsearch.synth.agent import Agent, External
 from monsearch.synth.observations import Response, html, jres, text
+from monsearch.synth.request import Req, req
 from monsearch.synth.simapp import SimApp
-from monsearch.synth.style import Req, req
 
 T = TypeVar("T")
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.request import Req, req
 from monsearch.synth.simapp import SimApp
-from monsearch.synth.style import Req, req
 from monsearch.synth.tasks.common import own_address, pick
 
 LOOPBACK = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from monsearch.synth.agent import Agent
 from monsearch.synth.observations import Response, jres, ok
+from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario, Mode
 from monsearch.synth.simapp import SimApp, task_flag
-from monsearch.synth.style import Req, req
 from monsearch.synth.tasks.common import (
     after_flag,
     finish,

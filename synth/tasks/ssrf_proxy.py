@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 
 from monsearch.synth.agent import Agent
 from monsearch.synth.observations import Response, jres, ok
+from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario, Mode, make_prompt
 from monsearch.synth.simapp import SimApp, task_flag
-from monsearch.synth.style import Req, req
 from monsearch.synth.tasks.common import (
     after_flag,
     browse,
