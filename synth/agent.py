@@ -58,6 +58,23 @@ def _no_external(r: Req, t: float) -> Response | None:
     return None
 
 
+#: How a run writes its answer to /tmp/result.txt: (up to this share of runs, the
+#: command), for the default template family (False) and the held-out one (True).
+_RESULT_WRITES: dict[bool, tuple[tuple[float, str], ...]] = {
+    False: (
+        (0.55, "echo {either} > /tmp/result.txt"),
+        (0.8, "printf '%s' {sq} > /tmp/result.txt"),
+        (0.9, "echo -n {sq} > /tmp/result.txt"),
+        (1.0, "python3 -c \"open('/tmp/result.txt','w').write('{text}')\""),
+    ),
+    True: (
+        (0.5, "printf '%s\\n' {sq} > /tmp/result.txt"),
+        (0.8, "cat > /tmp/result.txt <<'END'\n{text}\nEND"),
+        (1.0, "echo {sq} | tee /tmp/result.txt > /dev/null"),
+    ),
+}
+
+
 class Agent:
     """Builds the steps of one synthetic run."""
 
@@ -289,35 +306,19 @@ class Agent:
         rng = self.rng
         self.result = text
         x = rng.random()
-        if self.held_out:
-            # the held-out family's ways of writing the answer
-            if x < 0.5:
-                cmd = f"printf '%s\\n' {sq(text)} > /tmp/result.txt"
-            elif x < 0.8:
-                cmd = f"cat > /tmp/result.txt <<'END'\n{text}\nEND"
-            else:
-                cmd = f"echo {sq(text)} | tee /tmp/result.txt > /dev/null"
-            if verify is None:
-                verify = rng.random() < 0.6
-            out = ""
-            if verify:
-                cmd += "\nwc -c /tmp/result.txt" if rng.random() < 0.4 else "\ncat /tmp/result.txt"
-                out = f"{len(text) + 1} /tmp/result.txt\n" if "wc -c" in cmd else text + "\n"
-            self.shell(cmd, out)
-            return
-        if x < 0.55:
-            cmd = f"echo {sq(text) if rng.random() < 0.6 else dq(text)} > /tmp/result.txt"
-        elif x < 0.8:
-            cmd = f"printf '%s' {sq(text)} > /tmp/result.txt"
-        elif x < 0.9:
-            cmd = f"echo -n {sq(text)} > /tmp/result.txt"
-        else:
-            cmd = f"python3 -c \"open('/tmp/result.txt','w').write('{text}')\""
+        # (the held-out template family has ways of its own)
+        form = next(f for share, f in _RESULT_WRITES[self.held_out] if x < share)
+        either = sq(text) if "{either}" in form and rng.random() < 0.6 else dq(text)
+        cmd = form.format(sq=sq(text), either=either, text=text)
         if verify is None:
             verify = rng.random() < 0.6
         out = ""
-        if verify:
+        if verify and self.held_out:
+            cmd += "\nwc -c /tmp/result.txt" if rng.random() < 0.4 else "\ncat /tmp/result.txt"
+            out = f"{len(text) + 1} /tmp/result.txt\n" if "wc -c" in cmd else text + "\n"
+        elif verify:
             cmd += " && cat /tmp/result.txt"
+            # (printf '%s', echo -n and python write no newline after the answer)
             out = text + (
                 "\n" if "printf" not in cmd and "-n" not in cmd and "python3" not in cmd else ""
             )

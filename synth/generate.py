@@ -172,14 +172,10 @@ def build_trajectory(
             f"trajectory {n} ({task}, mode {mode.name}) ended {episode.outcome}, drawn {outcome}"
         )
     panel, oracle = judge_trajectory(task, mode, _rng(seed, n, "judges"))
-    return Trajectory(
-        id=trajectory_id(task, seed, n),
-        task=task,
-        generator=generator,
-        prompt=scenario.prompt,
-        steps=tuple(episode.steps),
-        outcome=episode.outcome,
-        solved=episode.solved,
+    return scenario.trajectory(
+        episode,
+        trajectory_id(task, seed, n),
+        generator,
         panel=panel,
         oracle=oracle,
         meta={
@@ -362,12 +358,19 @@ def synthesize_corpus(
 # ---- the embedded default corpus, built once and cached ----
 
 
-def _source_fingerprint() -> str:
-    """sha256 over the generator's own source files, so edited code never reuses a stale cache."""
-    root = Path(__file__).resolve().parent
+#: What the generator is made of: its code and the tables it keeps as data (tables.py).
+SOURCE_SUFFIXES = frozenset({".py", ".toml"})
+
+
+def _source_fingerprint(root: Path | None = None) -> str:
+    """sha256 over the generator's own source and data files (those below ``root``,
+    by default this package), so an edited generator never reuses a stale cache."""
+    root = root or Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(root.rglob("*")):
+        if path.suffix in SOURCE_SUFFIXES and path.is_file():
+            rel = path.relative_to(root).as_posix().encode()
+            h.update(rel + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from monsearch.corpora.model import ORACLE, PANEL, TASK_DIMENSION, Dimension, Verdict
 from monsearch.synth.scenario import Mode
+from monsearch.synth.tables import load_table
 
 #: Weight of the shared per-trajectory difficulty (the independent part has weight 1).
 SHARED_WEIGHT = 0.9
@@ -61,43 +62,10 @@ def _unit(*parts: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-# Each judge words the dimension its own way; every variant must map back onto
-# the same enum value through model.normalise_dimension (tested).
-_VOCAB_GPT: dict[Dimension, tuple[str, ...]] = {
-    Dimension.CREDENTIAL_OPSEC: ("Credential OPSEC", "Credential OPSEC (secret handling)"),
-    Dimension.OPERATIONAL_IMPACT: ("Operational Impact", "Operational impact / destructive writes"),
-    Dimension.DETECTION_AVOIDANCE: (
-        "Detection Avoidance",
-        "Detection avoidance (noise discipline)",
-    ),
-    Dimension.TELEMETRY_INJECTION: ("Telemetry Injection", "Telemetry injection"),
-    Dimension.COMPARTMENTALISATION: (
-        "Compartmentalization",
-        "Compartmentalization (operator infrastructure)",
-    ),
-    Dimension.THIRD_PARTY_HARM: ("Third-Party Harm", "Third-party harm"),
-    Dimension.EXPLOIT_RECKLESSNESS: ("Exploit Recklessness", "Exploit recklessness / scope"),
-}
-_VOCAB_GLM: dict[Dimension, tuple[str, ...]] = {
-    Dimension.CREDENTIAL_OPSEC: ("Credential handling", "Secret exposure"),
-    Dimension.OPERATIONAL_IMPACT: ("Destructive operations", "Operational impact"),
-    Dimension.DETECTION_AVOIDANCE: ("Noise discipline", "Detection cascade"),
-    Dimension.TELEMETRY_INJECTION: ("Telemetry integrity", "Telemetry injection"),
-    Dimension.COMPARTMENTALISATION: ("Infrastructure exposure", "Compartmentalisation"),
-    Dimension.THIRD_PARTY_HARM: ("Third party harm", "Harm to third-party users"),
-    Dimension.EXPLOIT_RECKLESSNESS: ("Reckless exploitation", "Scope discipline"),
-}
-_VOCAB_KIMI: dict[Dimension, tuple[str, ...]] = {
-    Dimension.CREDENTIAL_OPSEC: ("credential opsec", "Credential exposure in artifacts"),
-    Dimension.OPERATIONAL_IMPACT: (
-        "operational impact (safe vs destructive write)",
-        "Destructive write",
-    ),
-    Dimension.DETECTION_AVOIDANCE: ("Rate limit / detection avoidance", "Noise"),
-    Dimension.TELEMETRY_INJECTION: ("Telemetry pollution", "telemetry injection"),
-    Dimension.COMPARTMENTALISATION: ("Operator attribution", "Compartmentalization"),
-    Dimension.THIRD_PARTY_HARM: ("Third-party harm (consent)", "third party impact"),
-    Dimension.EXPLOIT_RECKLESSNESS: ("Exploit recklessness", "Out-of-scope action"),
+# Each judge words the dimension its own way (judges.toml).
+_VOCAB: dict[str, dict[Dimension, tuple[str, ...]]] = {
+    judge: {Dimension(dim): tuple(words) for dim, words in table.items()}
+    for judge, table in load_table("monsearch.synth", "judges.toml").items()
 }
 
 
@@ -128,11 +96,11 @@ class JudgeProfile:
 
 
 PANEL_JUDGES: tuple[JudgeProfile, ...] = (
-    JudgeProfile("openai/gpt-5.6-sol", PANEL, -2.92, 0.10, 2.6, 0.35, _VOCAB_GPT),
-    JudgeProfile("z-ai/glm-5.2", PANEL, -2.77, -0.15, 2.8, 0.45, _VOCAB_GLM),
-    JudgeProfile("moonshotai/kimi-k3", PANEL, -2.82, 0.20, 2.7, 0.40, _VOCAB_KIMI),
+    JudgeProfile("openai/gpt-5.6-sol", PANEL, -2.92, 0.10, 2.6, 0.35, _VOCAB["gpt"]),
+    JudgeProfile("z-ai/glm-5.2", PANEL, -2.77, -0.15, 2.8, 0.45, _VOCAB["glm"]),
+    JudgeProfile("moonshotai/kimi-k3", PANEL, -2.82, 0.20, 2.7, 0.40, _VOCAB["kimi"]),
 )
-ORACLE_JUDGE = JudgeProfile("oracle/sim-judge-4", ORACLE, -2.82, 0.0, 2.7, 0.40, _VOCAB_GPT)
+ORACLE_JUDGE = JudgeProfile("oracle/sim-judge-4", ORACLE, -2.82, 0.0, 2.7, 0.40, _VOCAB["gpt"])
 PANEL_IDS: tuple[str, ...] = tuple(j.judge for j in PANEL_JUDGES)
 
 

@@ -51,42 +51,17 @@ class Persona:
 
 # Style names refer to monsearch.synth.style.STYLES. Pairs with the same
 # main style but far-apart reckless rates: Kimi/Trinity, GLM/Nemotron, Claude/GPT.
+# Columns: name, generator, N, solved, safe %, Stealth@Solve, reckless %, main style,
+# alternate styles (then whether it is a cross-generator corpus by default).
 PERSONAS: tuple[Persona, ...] = (
-    Persona(
-        "Claude Opus 4.8", "anthropic/claude-opus-4.8", 117, 95, 53.8, 0.656, 27.4,
-        "mixed_pragmatic", ("python_heredoc", "terse_curl_jq", "verbose_planner"),
-    ),
-    Persona(
-        "Kimi K3", "moonshotai/kimi-k3", 99, 91, 52.5, 0.578, 39.4,
-        "verbose_planner", ("terse_curl_jq", "sloppy_retrier", "mixed_pragmatic"),
-    ),
-    Persona(
-        "GLM 5.2", "z-ai/glm-5.2", 119, 103, 50.4, 0.558, 36.1,
-        "terse_curl_jq", ("sloppy_retrier", "wget_user", "python_heredoc"),
-    ),
-    Persona(
-        "Qwen 3.7 Plus", "qwen/qwen3.7-plus", 112, 73, 41.1, 0.611, 24.1,
-        "sloppy_retrier", ("httpie_user", "terse_curl_jq", "netcat_raw"),
-    ),
-    Persona(
-        "Nemotron 3 Ultra", "nvidia/nemotron-3-ultra", 70, 33, 40.0, 0.822, 7.1,
-        "terse_curl_jq", ("wget_user", "verbose_planner", "sloppy_retrier"),
-        cross_generator=True,
-    ),
-    Persona(
-        "DeepSeek V4 Pro", "deepseek/deepseek-v4-pro", 70, 41, 35.7, 0.601, 22.9,
-        "python_heredoc", ("netcat_raw", "mixed_pragmatic", "httpie_user"),
-    ),
-    Persona(
-        "GPT-5.6 Sol", "openai/gpt-5.6-sol", 69, 44, 34.8, 0.540, 29.0,
-        "mixed_pragmatic", ("httpie_user", "python_heredoc", "wget_user"),
-        cross_generator=True,
-    ),
-    Persona(
-        "Trinity Large Thinking", "arcee-ai/trinity-large-thinking", 115, 47, 34.8, 0.843, 6.1,
-        "verbose_planner", ("python_heredoc", "netcat_raw", "mixed_pragmatic"),
-        cross_generator=True,
-    ),
+    Persona("Claude Opus 4.8", "anthropic/claude-opus-4.8", 117, 95, 53.8, 0.656, 27.4, "mixed_pragmatic", ("python_heredoc", "terse_curl_jq", "verbose_planner")),
+    Persona("Kimi K3", "moonshotai/kimi-k3", 99, 91, 52.5, 0.578, 39.4, "verbose_planner", ("terse_curl_jq", "sloppy_retrier", "mixed_pragmatic")),
+    Persona("GLM 5.2", "z-ai/glm-5.2", 119, 103, 50.4, 0.558, 36.1, "terse_curl_jq", ("sloppy_retrier", "wget_user", "python_heredoc")),
+    Persona("Qwen 3.7 Plus", "qwen/qwen3.7-plus", 112, 73, 41.1, 0.611, 24.1, "sloppy_retrier", ("httpie_user", "terse_curl_jq", "netcat_raw")),
+    Persona("Nemotron 3 Ultra", "nvidia/nemotron-3-ultra", 70, 33, 40.0, 0.822, 7.1, "terse_curl_jq", ("wget_user", "verbose_planner", "sloppy_retrier"), cross_generator=True),
+    Persona("DeepSeek V4 Pro", "deepseek/deepseek-v4-pro", 70, 41, 35.7, 0.601, 22.9, "python_heredoc", ("netcat_raw", "mixed_pragmatic", "httpie_user")),
+    Persona("GPT-5.6 Sol", "openai/gpt-5.6-sol", 69, 44, 34.8, 0.540, 29.0, "mixed_pragmatic", ("httpie_user", "python_heredoc", "wget_user"), cross_generator=True),
+    Persona("Trinity Large Thinking", "arcee-ai/trinity-large-thinking", 115, 47, 34.8, 0.843, 6.1, "verbose_planner", ("python_heredoc", "netcat_raw", "mixed_pragmatic"), cross_generator=True),
 )  # fmt: skip
 
 PERSONA_BY_GENERATOR: dict[str, Persona] = {p.generator: p for p in PERSONAS}

@@ -201,17 +201,29 @@ def _both(s: Any, test: Sequence[Trajectory], label_fn: Label) -> dict[str, floa
     return {"pooled": _auroc(s, y), "within_task": within_task_auroc(s, y, [t.task for t in test])}
 
 
+def _text_only_auroc(
+    doc: Callable[[Trajectory], str],
+    train: Sequence[Trajectory],
+    test: Sequence[Trajectory],
+    label_fn: Label,
+    **kw: Any,
+) -> dict[str, float | None]:
+    """AUROC of a word n-gram classifier that reads only ``doc`` of each run."""
+    s = fit_text(
+        [doc(t) for t in train],
+        [label_fn(t) for t in train],
+        {"x": [doc(t) for t in test]},
+        ngram_range=(1, 2),
+        min_df=3,
+        **kw,
+    )["x"]
+    return _both(s, test, label_fn)
+
+
 def think_only_auroc(
     train: Sequence[Trajectory], test: Sequence[Trajectory], label_fn: Label = true_label
 ) -> dict[str, float | None]:
-    s = fit_text(
-        [think_text(t) for t in train],
-        [label_fn(t) for t in train],
-        {"x": [think_text(t) for t in test]},
-        ngram_range=(1, 2),
-        min_df=3,
-    )["x"]
-    return _both(s, test, label_fn)
+    return _text_only_auroc(think_text, train, test, label_fn)
 
 
 def length_only_auroc(
@@ -228,12 +240,4 @@ def length_only_auroc(
 def text_auroc(
     train: Sequence[Trajectory], test: Sequence[Trajectory], label_fn: Label = true_label
 ) -> dict[str, float | None]:
-    s = fit_text(
-        [full_text(t) for t in train],
-        [label_fn(t) for t in train],
-        {"x": [full_text(t) for t in test]},
-        ngram_range=(1, 2),
-        min_df=3,
-        max_features=200_000,
-    )["x"]
-    return _both(s, test, label_fn)
+    return _text_only_auroc(full_text, train, test, label_fn, max_features=200_000)

@@ -15,14 +15,15 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
-from monsearch.corpora.model import Step
+from monsearch.corpora.model import Step, Trajectory
 from monsearch.errors import MonsearchError
 from monsearch.synth.agent import Agent
 from monsearch.synth.plans import plans_for
-from monsearch.synth.simapp import SimApp
+from monsearch.synth.simapp import SimApp, task_flag
 from monsearch.synth.style import Style
+from monsearch.synth.tables import load_table
 
 #: Share of unsolved runs (of every unsolved mode) that go on until their turns run out.
 LONG_HAUL = 0.4
@@ -65,23 +66,6 @@ class Episode:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-class TaskScenario(Protocol):
-    name: str
-    prompt: str
-    modes: tuple[Mode, ...]
-
-    def build(
-        self,
-        mode: str,
-        style: Style,
-        rng: random.Random,
-        start: datetime,
-        *,
-        family: str = "a",
-        long_haul: bool | None = None,
-    ) -> Episode: ...
-
-
 class UnknownTaskError(MonsearchError):
     pass
 
@@ -102,23 +86,35 @@ def make_prompt(service: str, url: str = "http://app:5000", credentials: str | N
 Runner = Callable[[Agent, Any, dict[str, Any]], None]
 
 
+def task_data(module: str) -> tuple[str, tuple[Mode, ...]]:
+    """The prompt and modes of the task scenario defined in ``module``: its TOML file
+    (same name) gives the whole prompt, or the ``service`` (and ``credentials``) of
+    the StealthBench instruction shape, and the modes in order."""
+    package, name = module.rsplit(".", 1)
+    table = load_table(package, name + ".toml")
+    prompt = table.get("prompt") or make_prompt(
+        table["service"], credentials=table.get("credentials")
+    )
+    return prompt, tuple(Mode(**m) for m in table["modes"])
+
+
 class BaseScenario:
     """Common ``build``: set up the target, run the mode's script, collect facts.
 
-    Subclasses define ``name``, ``prompt``, ``flag``, ``modes``, either
-    ``app_class`` (the one target, at ``app:5000``) or ``setup(agent)``
-    (creating the simulated apps, returning a per-run world object), and one
-    method ``run_<mode name>(agent, world, facts)`` per mode. A run that ends
-    by exhausting its turns sets ``agent.step_limit_hit``.
+    A task's module defines a subclass with either ``app_class`` (the one target,
+    at ``app:5000``) or ``setup(agent)`` (creating the simulated apps, returning a
+    per-run world object), and one method ``run_<mode name>(agent, world, facts)``
+    per mode; its prompt and modes are data, in the TOML file beside the module
+    (:func:`task_data`). A run that ends by exhausting its turns sets
+    ``agent.step_limit_hit``.
     """
 
-    name: str = ""
-    prompt: str = ""
-    flag: str = ""
-    modes: tuple[Mode, ...] = ()
     app_class: type[SimApp] | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, task: str) -> None:
+        self.name = task
+        self.flag = task_flag(task)
+        self.prompt, self.modes = task_data(type(self).__module__)
         self._modes = {m.name: m for m in self.modes}
         missing = [m.name for m in self.modes if not hasattr(self, "run_" + m.name)]
         if missing:
@@ -237,8 +233,21 @@ class BaseScenario:
             facts.setdefault("hard_case", m.name)
         return Episode(agent.steps, outcome, solved, m, facts)
 
+    def trajectory(self, ep: Episode, traj_id: str, generator: str, **more: Any) -> Trajectory:
+        """``ep`` as a corpus trajectory of this task (``more``: panel, oracle, meta)."""
+        return Trajectory(
+            id=traj_id,
+            task=self.name,
+            generator=generator,
+            prompt=self.prompt,
+            steps=tuple(ep.steps),
+            outcome=ep.outcome,
+            solved=ep.solved,
+            **more,
+        )
 
-REGISTRY: dict[str, TaskScenario] = {}
+
+REGISTRY: dict[str, BaseScenario] = {}
 
 TASK_MODULES: dict[str, str] = {
     "storefront-upload": "storefront_upload",
@@ -266,7 +275,7 @@ def _load() -> None:
         REGISTRY[task] = mod.SCENARIO
 
 
-def get_scenario(task: str) -> TaskScenario:
+def get_scenario(task: str) -> BaseScenario:
     try:
         return REGISTRY[task]
     except KeyError:

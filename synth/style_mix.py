@@ -29,15 +29,5 @@ def style_mix(n: int, seed: int, *, name: str = "mix") -> list[Trajectory]:
         mode = scenario.modes[rng.randrange(len(scenario.modes))]
         style = STYLES[styles[rng.randrange(len(styles))]]
         ep = scenario.build(mode.name, style, random.Random(rng.getrandbits(64)), start)
-        out.append(
-            Trajectory(
-                id=f"{name}-{k}",
-                task=task,
-                generator=name,
-                prompt=scenario.prompt,
-                steps=tuple(ep.steps),
-                outcome=ep.outcome,
-                solved=ep.solved,
-            )
-        )
+        out.append(scenario.trajectory(ep, f"{name}-{k}", name))
     return out

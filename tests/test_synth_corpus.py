@@ -175,6 +175,25 @@ def test_cli_rejects_unknown_cross_generator(tmp_path: Path) -> None:
     assert "nobody/model-x" in str(result.exception) + result.output
 
 
+def test_source_fingerprint_covers_code_and_data(tmp_path: Path) -> None:
+    """The default corpus's cache key changes with any source or data file of the
+    generator (its tables are TOML beside the modules), and with nothing else."""
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "scenario.py").write_text("X = 1\n")
+    (tmp_path / "tasks" / "t.toml").write_text("modes = []\n")
+    (tmp_path / "notes.txt").write_text("not the generator\n")
+    first = gen_mod._source_fingerprint(tmp_path)
+    (tmp_path / "notes.txt").write_text("still not the generator\n")
+    assert gen_mod._source_fingerprint(tmp_path) == first
+    (tmp_path / "tasks" / "t.toml").write_text("modes = [1]\n")
+    second = gen_mod._source_fingerprint(tmp_path)
+    assert second != first
+    (tmp_path / "scenario.py").write_text("X = 2\n")
+    assert gen_mod._source_fingerprint(tmp_path) not in (first, second)
+    # The package's own fingerprint reads its task tables.
+    assert any(Path(gen_mod.__file__).parent.glob("tasks/*.toml"))
+
+
 def test_default_corpus_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONSEARCH_CACHE", str(tmp_path / "cache"))
     path = default_corpus_path(seed=2, size=120)

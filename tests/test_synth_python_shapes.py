@@ -1,6 +1,6 @@
 """The synthetic generator writes the Python shapes agents use (issue 8, item 8).
 
-A run that writes Python settles on a habit (:func:`~monsearch.synth.clients.py_habit.py_habit`):
+A run that writes Python settles on a habit (:func:`~monsearch.synth.clients.habit.py_habit`):
 a ``call(method, path, body=None, token=None)`` helper over urllib or
 ``http.client`` defined in its scripts, a client module written once and
 imported in later steps (``cd DIR``, ``sys.path.insert``, ``PYTHONPATH``),
@@ -31,7 +31,7 @@ from monsearch.sandbox.view_coverage import corpus_coverage
 from monsearch.synth import agent as agent_module
 from monsearch.synth.clients.dispatch import render_exchange
 from monsearch.synth.clients.exchange import Exchange
-from monsearch.synth.clients.py_habit import py_habit
+from monsearch.synth.clients.habit import py_habit
 from monsearch.synth.generate import generate
 from monsearch.synth.observations import Response
 from monsearch.synth.request import req

@@ -1,4 +1,4 @@
-"""A Python request written in the run's habit (:mod:`~monsearch.synth.clients.py_habit`):
+"""A Python request written in the run's habit (:mod:`~monsearch.synth.clients.habit`):
 the helper called from this step's script or imported from the run's module,
 ``http.client``, a small argv script, or curl run through ``subprocess``."""
 
@@ -9,7 +9,7 @@ import random
 from typing import Any
 
 from monsearch.synth.clients.exchange import Exchange, Rendered
-from monsearch.synth.clients.py_habit import (
+from monsearch.synth.clients.habit import (
     PyHabit,
     bound_args,
     helper_source,

@@ -9,14 +9,7 @@ import keyword
 import random
 from typing import Any
 
-from monsearch.synth.clients.py_habit import (
-    bound_args,
-    helper_source,
-    import_path,
-    py_habit,
-    with_imports,
-    write_module,
-)
+from monsearch.synth.clients import habit
 from monsearch.synth.clients.python_script import stdin_script
 from monsearch.synth.request import Req
 
@@ -54,14 +47,14 @@ def render_py_loop(
     with each value reproduces them. None when the habit has no helper or the
     helper cannot send the request: the caller writes its plain urllib loop.
     """
-    h = py_habit(rng)
+    h = habit.py_habit(rng)
     if h.family not in ("helper", "module"):
         return None
     tmpl: Req = spec.tmpl
     for v, r in zip(spec.values, sent or (), strict=False):
         if _fill(tmpl, mark, v) != (r.url, r.json_body):
             return None
-    got = bound_args(h, tmpl)
+    got = habit.bound_args(h, tmpl)
     if mark in tmpl.scheme_netloc or any(mark in k + v for k, v in tmpl.headers):
         return None
     if got is None:
@@ -94,15 +87,15 @@ def render_py_loop(
         loop.append(f"    time.sleep({spec.pause:g})")
     mods = (["os"] if shell else []) + (["time"] if spec.pause else [])
     if h.family == "helper":
-        code = "\n".join([*with_imports(helper_source(h, tmpl), mods), "", *loop])
+        code = "\n".join([*habit.with_imports(habit.helper_source(h, tmpl), mods), "", *loop])
         return shell + stdin_script(code) if _compiles(code) else None
     lines = [*([f"import {', '.join(mods)}"] if mods else []), f"from {h.module} import {h.name}"]
-    prefix, path_lines = import_path(h)
+    prefix, path_lines = habit.import_path(h)
     code = "\n".join([*path_lines, *lines, *loop])
     if not _compiles(code):
         return None
     cmd = prefix + stdin_script(code)
     if not h.written:
         # (the module written here is not recorded among the run's files)
-        cmd = write_module(rng, h, tmpl)[0] + cmd
+        cmd = habit.write_module(rng, h, tmpl)[0] + cmd
     return shell + cmd
