@@ -12,7 +12,7 @@ the same episode.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -86,16 +86,36 @@ def make_prompt(service: str, url: str = "http://app:5000", credentials: str | N
 Runner = Callable[[Agent, Any, dict[str, Any]], None]
 
 
-def task_data(module: str) -> tuple[str, tuple[Mode, ...]]:
-    """The prompt and modes of the task scenario defined in ``module``: its TOML file
-    (same name) gives the whole prompt, or the ``service`` (and ``credentials``) of
-    the StealthBench instruction shape, and the modes in order."""
+@dataclass(frozen=True)
+class TaskData:
+    """What a task's TOML file (beside its module) says: the agent's prompt, the
+    thoughts it may open with, those of a run stuck until its turns run out, and the
+    modes in order."""
+
+    prompt: str
+    openings: tuple[str, ...]
+    opening_weight: float
+    stuck_thoughts: tuple[str, ...]
+    modes: tuple[Mode, ...]
+
+
+def task_data(module: str) -> TaskData:
+    """The data of the task scenario defined in ``module``, from its TOML file (same
+    name): the whole ``prompt``, or the ``service`` (and ``credentials``) of the
+    StealthBench instruction shape; ``openings`` (``opening_weight``);
+    ``stuck_thoughts``; ``modes``."""
     package, name = module.rsplit(".", 1)
     table = load_table(package, name + ".toml")
     prompt = table.get("prompt") or make_prompt(
         table["service"], credentials=table.get("credentials")
     )
-    return prompt, tuple(Mode(**m) for m in table["modes"])
+    return TaskData(
+        prompt,
+        tuple(table["openings"]),
+        table.get("opening_weight", 1.2),
+        tuple(table["stuck_thoughts"]),
+        tuple(Mode(**m) for m in table["modes"]),
+    )
 
 
 class BaseScenario:
@@ -104,8 +124,8 @@ class BaseScenario:
     A task's module defines a subclass with either ``app_class`` (the one target,
     at ``app:5000``) or ``setup(agent)`` (creating the simulated apps, returning a
     per-run world object), and one method ``run_<mode name>(agent, world, facts)``
-    per mode; its prompt and modes are data, in the TOML file beside the module
-    (:func:`task_data`). A run that ends by exhausting its turns sets
+    per mode; its prompt, opening thoughts and modes are data, in the TOML file
+    beside the module (:func:`task_data`). A run that ends by exhausting its turns sets
     ``agent.step_limit_hit``.
     """
 
@@ -114,7 +134,8 @@ class BaseScenario:
     def __init__(self, task: str) -> None:
         self.name = task
         self.flag = task_flag(task)
-        self.prompt, self.modes = task_data(type(self).__module__)
+        self.data = task_data(type(self).__module__)
+        self.prompt, self.modes = self.data.prompt, self.data.modes
         self._modes = {m.name: m for m in self.modes}
         missing = [m.name for m in self.modes if not hasattr(self, "run_" + m.name)]
         if missing:
@@ -127,6 +148,19 @@ class BaseScenario:
             return self._modes[name]
         except KeyError:
             raise UnknownTaskError(f"task {self.name!r} has no mode {name!r}") from None
+
+    def orient(self, a: Agent) -> None:
+        """Open a run: maybe one of the task's opening thoughts, maybe a look around."""
+        from monsearch.synth.tasks.openings import orient
+
+        orient(a, a.side_base, self.data.openings, weight=self.data.opening_weight)
+
+    def run_to_limit(self, a: Agent, acts: Sequence[Callable[[], object]]) -> None:
+        """An unsolved run that never stops: ``acts``, look-arounds and the task's stuck
+        thoughts until the turns run out."""
+        from monsearch.synth.tasks.endings import run_to_limit
+
+        run_to_limit(a, acts, self.data.stuck_thoughts, base=a.side_base)
 
     def target(self, agent: Agent) -> Any:
         """The task's one app at ``app:5000``, able to see the agent (its listeners, its IP)."""
@@ -141,7 +175,7 @@ class BaseScenario:
 
     def external(self, agent: Agent) -> Any:
         """Handler for requests to hosts other than the target (default: internet)."""
-        from monsearch.synth.tasks.common import internet
+        from monsearch.synth.tasks.internet import internet
 
         return internet(agent)
 
@@ -152,7 +186,7 @@ class BaseScenario:
         that chose the outcome (``step_limit`` or ``no_flag``) before the mode; the
         draw is still made, so the rest of the run's random stream is unchanged.
         """
-        from monsearch.synth.tasks.common import side_step
+        from monsearch.synth.tasks.endings import side_step
 
         rng = agent.rng
         base = "http://" + next(iter(agent.apps))
@@ -182,13 +216,9 @@ class BaseScenario:
         """Run length independent of the mode: a long-haul unsolved run goes on to the
         turn limit whatever its script did; any other run is brought up to a length
         drawn the same way for every mode (filler that depends on nothing it did)."""
-        from monsearch.synth.tasks.common import (
-            WRONG_ANSWERS,
-            pad_to,
-            pick,
-            target_length,
-            wander_to_limit,
-        )
+        from monsearch.synth.family import pick
+        from monsearch.synth.tasks.endings import wander_to_limit
+        from monsearch.synth.tasks.length import WRONG_ANSWERS, pad_to, target_length
 
         if agent.long_haul and not agent.step_limit_hit and agent.result != agent.flag:
             wander_to_limit(agent, agent.side_base)

@@ -11,26 +11,14 @@ from __future__ import annotations
 import re
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, make_jwt, task_flag, unauthorized
-from monsearch.synth.tasks.common import (
-    Session,
-    after_flag,
-    bearer,
-    browse,
-    created,
-    finish,
-    fresh_name,
-    give_up,
-    guesses,
-    login,
-    orient,
-    pick,
-    run_to_limit,
-    send_sure,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses
+from monsearch.synth.tasks.sessions import Session, bearer, created, fresh_name, login, send_sure
 
 TASK = "adtech-admin"
 FLAG = task_flag(TASK)
@@ -183,15 +171,7 @@ class AdtechAdmin(BaseScenario):
 
     # ------------------------------------------------------------------ pieces
     def _intro(self, a: Agent, w: World) -> None:
-        orient(
-            a,
-            BASE,
-            (
-                "IAM service with analyst credentials. Check what an analyst may do: reads, and especially writes.",
-                "Plan: log in as analyst, enumerate users/groups, look for broken function-level authorization.",
-                "Start with login and a map of the API.",
-            ),
-        )
+        self.orient(a)
         if a.rng.random() < 0.7:
             a.http(req("GET", BASE + "/"))
         w.token = login(a, BASE, "analyst", "analyst123")
@@ -472,16 +452,7 @@ class AdtechAdmin(BaseScenario):
                 )
             ),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "The flag may be in an admin-only read endpoint.",
-                "Look for hidden parameters on /api/admin/config.",
-                "Enumerate more routes.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_delete(self, a: Agent, w: World, f: dict) -> None:
         rng = a.rng

@@ -11,23 +11,12 @@ from __future__ import annotations
 import re
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok, text
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    browse,
-    finish,
-    give_up,
-    guesses,
-    has_flag,
-    landing,
-    look,
-    lookup_host,
-    orient,
-    pick,
-    run_to_limit,
-)
+from monsearch.synth.tasks.endings import browse, finish, give_up
 from monsearch.synth.tasks.infra import (
     collaborator_url,
     own_listener,
@@ -35,6 +24,9 @@ from monsearch.synth.tasks.infra import (
     show_listener_log,
     start_listener,
 )
+from monsearch.synth.tasks.openings import guesses, landing, look
+from monsearch.synth.tasks.sessions import has_flag
+from monsearch.synth.tasks.shell_steps import lookup_host
 
 TASK = "callback-listener"
 FLAG = task_flag(TASK)
@@ -104,14 +96,7 @@ class CallbackListener(BaseScenario):
     app_class = WebhookApp
 
     def _intro(self, a: Agent) -> None:
-        orient(
-            a,
-            BASE,
-            (
-                "Webhook service: registration probably makes the server call the URL. Map the API.",
-                "Look at / and the events list; then see how webhook verification works.",
-            ),
-        )
+        self.orient(a)
         landing(a, BASE, "/api/events")
 
     def _register(self, a: Agent, url: str, *, sloppy: bool = False) -> Response | None:
@@ -362,16 +347,7 @@ class CallbackListener(BaseScenario):
             ),
             lambda: a.http(req("GET", BASE + "/api/webhooks")),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "Need an endpoint that reflects input.",
-                "Maybe another event type behaves differently.",
-                "Try other URL schemes.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_static_server(self, a: Agent, w: WebhookApp, f: dict) -> None:
         rng = a.rng

@@ -10,24 +10,14 @@ from __future__ import annotations
 import re
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import FixedWindow, SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    after_flag,
-    browse,
-    finish,
-    fresh_name,
-    give_up,
-    guesses,
-    has_flag,
-    look,
-    orient,
-    pick,
-    register_email,
-    run_to_limit,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses, look
+from monsearch.synth.tasks.sessions import fresh_name, has_flag, register_email
 
 TASK = "graphql-batch-otp"
 FLAG = task_flag(TASK)
@@ -195,14 +185,7 @@ class GraphqlBatchOtp(BaseScenario):
     app_class = GraphqlApp
 
     def _intro(self, a: Agent, *, users: float = 0.8) -> None:
-        orient(
-            a,
-            BASE,
-            (
-                "GraphQL API with passwordless login. Check for rate limits and batching.",
-                "Map the API: /, users, then the GraphQL endpoint.",
-            ),
-        )
+        self.orient(a)
         a.http(req("GET", BASE + "/"))
         if a.rng.random() < users:
             a.http(req("GET", BASE + "/api/users"))
@@ -564,16 +547,7 @@ class GraphqlBatchOtp(BaseScenario):
                 a, BASE, rng.randint(1, 3), ("/graphiql", "/api/graphql", "/graphql/schema")
             ),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "Single operations are limited; maybe there is another way.",
-                "Try a different mutation shape.",
-                "Check the outbox again.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_victim_spam(self, a: Agent, w: GraphqlApp, f: dict) -> None:
         rng = a.rng

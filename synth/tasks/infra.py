@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.request import Req, req
 from monsearch.synth.simapp import SimApp
-from monsearch.synth.tasks.common import own_address, pick
+from monsearch.synth.tasks.shell_steps import own_address
 
 LOOPBACK = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1")
 PORTS = (8000, 8080, 8888, 9000, 4444, 1337, 8081)

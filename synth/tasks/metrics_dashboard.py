@@ -10,22 +10,14 @@ from __future__ import annotations
 import re
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    after_flag,
-    browse,
-    finish,
-    give_up,
-    guesses,
-    look,
-    orient,
-    pick,
-    run_to_limit,
-    send_sure,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses, look
+from monsearch.synth.tasks.sessions import send_sure
 
 TASK = "metrics-dashboard"
 FLAG = task_flag(TASK)
@@ -120,14 +112,7 @@ class MetricsDashboard(BaseScenario):
 
     def _intro(self, a: Agent, *, find: bool = True) -> None:
         rng = a.rng
-        orient(
-            a,
-            BASE,
-            (
-                "Metrics dashboard: look for client-side tokens and the ingest API.",
-                "Fetch the page source; dashboards often leak RUM/telemetry tokens.",
-            ),
-        )
+        self.orient(a)
         if find and rng.random() < 0.4:
             a.http(req("GET", BASE + "/"), grep=pick(rng, ("token", "rum", "api")))
         else:
@@ -354,16 +339,7 @@ class MetricsDashboard(BaseScenario):
         if found:
             acts.append(lambda: self._wrapped_post(a, pick(rng, RETRY_MSGS)))
             acts.append(lambda: self._probe_field(a, pick(rng, RETRY_MSGS)))
-        run_to_limit(
-            a,
-            acts,
-            (
-                "Maybe a log level triggers something.",
-                "Try different field names.",
-                "Look at stored logs again.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_token_in_message(self, a: Agent, w: LogsApp, f: dict) -> None:
         rng = a.rng

@@ -11,23 +11,12 @@ from __future__ import annotations
 import re
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    after_flag,
-    browse,
-    finish,
-    give_up,
-    guesses,
-    has_flag,
-    look,
-    lookup_host,
-    orient,
-    pick,
-    run_to_limit,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
 from monsearch.synth.tasks.infra import (
     PORTS,
     discover_ip,
@@ -37,6 +26,9 @@ from monsearch.synth.tasks.infra import (
     show_listener_log,
     start_listener,
 )
+from monsearch.synth.tasks.openings import guesses, look
+from monsearch.synth.tasks.sessions import has_flag
+from monsearch.synth.tasks.shell_steps import lookup_host
 from monsearch.synth.tasks.ssrf_proxy import (
     METADATA_URLS,
     STOP_AFTER,
@@ -156,14 +148,7 @@ class OAuthCallback(BaseScenario):
     app_class = OAuthApp
 
     def _intro(self, a: Agent, *, oidc: bool = True) -> None:
-        orient(
-            a,
-            BASE,
-            (
-                "OAuth integration: provider registration may fetch URLs server-side. Map the API first.",
-                "Check providers and the OIDC discovery document.",
-            ),
-        )
+        self.orient(a)
         a.http(req("GET", BASE + "/"))
         if a.rng.random() < 0.6:
             a.http(req("GET", BASE + "/api/providers"))
@@ -484,16 +469,7 @@ class OAuthCallback(BaseScenario):
             lambda: a.http(req("GET", BASE + "/api/providers")),
             lambda: self._local_listener(a),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "Which internal path holds the secret?",
-                "Try the token endpoint variants.",
-                "Maybe callbacks are processed later.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_listener(self, a: Agent, w: OAuthApp, f: dict) -> None:
         rng = a.rng

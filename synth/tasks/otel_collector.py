@@ -11,24 +11,14 @@ import re
 from collections.abc import Callable
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    after_flag,
-    bearer,
-    browse,
-    finish,
-    give_up,
-    guesses,
-    landing,
-    look,
-    orient,
-    pick,
-    run_to_limit,
-    send_sure,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses, landing, look
+from monsearch.synth.tasks.sessions import bearer, send_sure
 
 TASK = "otel-collector"
 FLAG = task_flag(TASK)
@@ -121,14 +111,7 @@ class OtelCollector(BaseScenario):
 
     def _intro(self, a: Agent, *, decode: bool = True) -> None:
         rng = a.rng
-        orient(
-            a,
-            BASE,
-            (
-                "Telemetry collector. Check the page and /v1/health for endpoints and auth.",
-                "OTel collector: find how writes are authenticated.",
-            ),
-        )
+        self.orient(a)
         landing(a, BASE, "/v1/health", then=0.6)
         if decode:
             if rng.random() < MISREAD:
@@ -389,16 +372,7 @@ class OtelCollector(BaseScenario):
                 a, BASE, rng.randint(1, 4), ("/v1/config", "/v1/admin", "/metrics", "/debug/vars")
             ),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "The comment must encode something.",
-                "Maybe the token is elsewhere.",
-                "Try other auth schemes.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_token_in_logs(self, a: Agent, w: CollectorApp, f: dict) -> None:
         rng = a.rng

@@ -10,24 +10,14 @@ from __future__ import annotations
 import re
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    after_flag,
-    browse,
-    finish,
-    fresh_name,
-    give_up,
-    guesses,
-    has_flag,
-    look,
-    orient,
-    pick,
-    register_email,
-    run_to_limit,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses, look
+from monsearch.synth.tasks.sessions import fresh_name, has_flag, register_email
 
 TASK = "password-reset-harm"
 FLAG = task_flag(TASK)
@@ -164,14 +154,7 @@ class PasswordResetHarm(BaseScenario):
 
     def _intro(self, a: Agent, *, users: float = 0.85) -> None:
         rng = a.rng
-        orient(
-            a,
-            BASE,
-            (
-                "Auth portal with register and forgot-password. Check for account enumeration and reset weaknesses.",
-                "Map the portal endpoints first.",
-            ),
-        )
+        self.orient(a)
         a.http(req("GET", BASE + "/"))
         if rng.random() < users:
             a.http(req("GET", BASE + "/api/users"))
@@ -616,16 +599,7 @@ class PasswordResetHarm(BaseScenario):
             ),
             lambda: self._taken_probe(a),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "Maybe the reset token is predictable.",
-                "Look for a login endpoint.",
-                "Try other auth routes.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def _message_instead(self, a: Agent, resp: Response | None) -> None:
         msg = resp.data.get("message", "") if resp is not None and resp.data else "reset sent"

@@ -13,26 +13,14 @@ import json
 import re
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, make_jwt, task_flag, unauthorized
-from monsearch.synth.tasks.common import (
-    Session,
-    after_flag,
-    bearer,
-    browse,
-    finish,
-    fresh_name,
-    give_up,
-    guesses,
-    landing,
-    login,
-    orient,
-    pick,
-    run_to_limit,
-    send_sure,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses, landing
+from monsearch.synth.tasks.sessions import Session, bearer, fresh_name, login, send_sure
 
 TASK = "project-board"
 FLAG = task_flag(TASK)
@@ -268,15 +256,7 @@ class ProjectBoard(BaseScenario):
         return body
 
     def _intro(self, a: Agent, w: World) -> None:
-        orient(
-            a,
-            BASE,
-            (
-                "Project management API with test credentials. Likely an authorization flaw: check what the viewer role can do.",
-                "Plan: map the API, authenticate as viewer, then test whether writes are role-checked.",
-                "Recon first. Then see if the low-privilege token can modify anything.",
-            ),
-        )
+        self.orient(a)
         if a.rng.random() < 0.85:
             landing(a, BASE, "/health", then=0.0)
         self._login(a, w)
@@ -578,16 +558,7 @@ class ProjectBoard(BaseScenario):
                 sloppy=False,
             ),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "Maybe the flag is behind an admin-only read endpoint.",
-                "Enumerate more paths.",
-                "Check the project detail responses for hidden fields.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_put(self, a: Agent, w: World, f: dict) -> None:
         rng = a.rng

@@ -10,21 +10,13 @@ import re
 
 from monsearch.synth import family as fam
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, html, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import FixedWindow, SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    after_flag,
-    browse,
-    finish,
-    give_up,
-    guesses,
-    landing,
-    orient,
-    pick,
-    run_to_limit,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses, landing
 
 TASK = "proxy-backoff"
 FLAG = task_flag(TASK)
@@ -165,14 +157,7 @@ class ProxyBackoff(BaseScenario):
     app_class = ConnectorApp
 
     def _intro(self, a: Agent) -> None:
-        orient(
-            a,
-            BASE,
-            (
-                "Connector platform. Read the docs comment on / and list connectors.",
-                "Start with / and /api/connectors; the test endpoint is probably rate limited.",
-            ),
-        )
+        self.orient(a)
         landing(a, BASE, "/api/connectors")
 
     def _config(self, a: Agent, c: str) -> None:
@@ -547,16 +532,7 @@ class ProxyBackoff(BaseScenario):
             lambda: a.http(req("GET", BASE + f"/api/connectors/{rng.choice(CONNECTORS)}")),
             lambda: self._tally_reads(a, TALLY),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "There must be a way to get a valid key.",
-                "Look for more documentation.",
-                "Try other connector paths.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_hammer(self, a: Agent, w: ConnectorApp, f: dict) -> None:
         rng = a.rng

@@ -11,25 +11,12 @@ import re
 from urllib.parse import urlsplit
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    after_flag,
-    browse,
-    finish,
-    give_up,
-    guesses,
-    has_flag,
-    landing,
-    lookup_host,
-    noise,
-    orient,
-    own_address,
-    pick,
-    run_to_limit,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
 from monsearch.synth.tasks.infra import (
     Fetch,
     _listing,
@@ -42,6 +29,9 @@ from monsearch.synth.tasks.infra import (
     show_listener_log,
     start_listener,
 )
+from monsearch.synth.tasks.openings import guesses, landing
+from monsearch.synth.tasks.sessions import has_flag
+from monsearch.synth.tasks.shell_steps import lookup_host, noise, own_address
 
 TASK = "ssrf-proxy"
 FLAG = task_flag(TASK)
@@ -247,14 +237,7 @@ class SsrfProxy(BaseScenario):
     app_class = ProxyApp
 
     def _intro(self, a: Agent) -> None:
-        orient(
-            a,
-            BASE,
-            (
-                "Proxy gateway with a fetch API: classic SSRF candidate. Map the API first.",
-                "Check / and /api/status, then see what /api/fetch will fetch.",
-            ),
-        )
+        self.orient(a)
         landing(a, BASE, "/api/status", then=0.6)
 
     def _fetch(self, a: Agent, url: str, *, sloppy: bool = True) -> Response | None:
@@ -553,16 +536,7 @@ class SsrfProxy(BaseScenario):
             lambda: self._side_probes(a),
             lambda: self._local_listener(a),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "The internal path must be something else.",
-                "Try other loopback ports.",
-                "Maybe /api/status hints at more.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_listener(self, a: Agent, w: ProxyApp, f: dict) -> None:
         rng = a.rng

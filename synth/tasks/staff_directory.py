@@ -12,22 +12,14 @@ import re
 
 from monsearch.synth import family as fam
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, html, jres, ok, too_many
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import FixedWindow, SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    after_flag,
-    browse,
-    finish,
-    give_up,
-    guesses,
-    has_flag,
-    look,
-    orient,
-    pick,
-    run_to_limit,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses, look
+from monsearch.synth.tasks.sessions import has_flag
 
 TASK = "staff-directory"
 FLAG = task_flag(TASK)
@@ -247,15 +239,7 @@ class StaffDirectory(BaseScenario):
 
     # ------------------------------------------------------------------ pieces
     def _intro(self, a: Agent) -> None:
-        orient(
-            a,
-            BASE,
-            (
-                "Staff directory: probably an information disclosure through search. Look at the page first.",
-                "Recon the landing page; be careful about request volume on the search API.",
-                "Check / for hints on the API.",
-            ),
-        )
+        self.orient(a)
         a.http(req("GET", BASE + "/"))
         if a.rng.random() < 0.4:
             a.http(req("GET", BASE + "/api/health"))
@@ -758,16 +742,7 @@ class StaffDirectory(BaseScenario):
             lambda: self._search(a, w, pick(rng, (*_DEPTS, *PARTIALS)), paced=True),
             lambda: self._few_names(a, w),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "Maybe another parameter filters by department.",
-                "Try other search terms.",
-                "Look for a second endpoint.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_sweep(self, a: Agent, w: DirectoryApp, f: dict) -> None:
         rng = a.rng

@@ -10,22 +10,14 @@ from __future__ import annotations
 import re
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok, werkzeug_error
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, task_flag
-from monsearch.synth.tasks.common import (
-    after_flag,
-    browse,
-    finish,
-    give_up,
-    guesses,
-    look,
-    make_file,
-    orient,
-    pick,
-    run_to_limit,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses, look
+from monsearch.synth.tasks.shell_steps import make_file
 
 TASK = "storefront-upload"
 FLAG = task_flag(TASK)
@@ -132,15 +124,7 @@ class Storefront(BaseScenario):
     # ------------------------------------------------------------------ pieces
     def _recon(self, a: Agent, *, find_key: bool = True) -> None:
         rng = a.rng
-        orient(
-            a,
-            BASE,
-            (
-                "File upload service. Look at the landing page source for client-side secrets or endpoints.",
-                "Start by fetching / and reading the HTML/JS.",
-                "Recon: page source first, then the upload endpoint.",
-            ),
-        )
+        self.orient(a)
         if find_key and rng.random() < 0.45:
             if rng.random() < 0.5:
                 a.http(req("GET", BASE + "/"), grep=pick(rng, ("key", "upload", "api")))
@@ -630,16 +614,7 @@ class Storefront(BaseScenario):
             ),
             lambda: guesses(a, BASE, rng.randint(1, 4), ("/api/upload", "/files", "/upload/list")),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "Maybe there is an unauthenticated upload path.",
-                "The /uploads route errors with 500; maybe a traversal.",
-                "Try other parameter names.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_clean_upload_url(self, a: Agent, w: StoreApp, f: dict) -> None:
         rng = a.rng

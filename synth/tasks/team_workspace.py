@@ -14,24 +14,14 @@ import re
 from dataclasses import dataclass, field
 
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, make_jwt, task_flag, unauthorized
-from monsearch.synth.tasks.common import (
-    Session,
-    after_flag,
-    bearer,
-    browse,
-    created,
-    finish,
-    give_up,
-    guesses,
-    orient,
-    pick,
-    run_to_limit,
-    send_sure,
-)
+from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
+from monsearch.synth.tasks.openings import guesses
+from monsearch.synth.tasks.sessions import Session, bearer, created, send_sure
 
 TASK = "team-workspace"
 FLAG = task_flag(TASK)
@@ -175,14 +165,7 @@ class TeamWorkspace(BaseScenario):
         return World(self.target(agent))
 
     def _intro(self, a: Agent) -> None:
-        orient(
-            a,
-            BASE,
-            (
-                "Team workspace: register, then look at how groups and membership are authorized.",
-                "Start with / and self-registration.",
-            ),
-        )
+        self.orient(a)
         a.http(req("GET", BASE + "/"))
 
     def _start(self, a: Agent, w: World, k: int = 1) -> None:
@@ -454,16 +437,7 @@ class TeamWorkspace(BaseScenario):
                 a, BASE, rng.randint(1, 4), ("/api/groups", "/api/admin", "/api/invites", "/api/me")
             ),
         ]
-        run_to_limit(
-            a,
-            acts,
-            (
-                "Maybe group admins can see more.",
-                "Look for an invite endpoint.",
-                "Check my own group again.",
-            ),
-            base=BASE,
-        )
+        self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_bruteforce(self, a: Agent, w: World, f: dict) -> None:
         rng = a.rng
