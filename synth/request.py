@@ -87,6 +87,11 @@ class Req:
         return tuple((k, v) for k, v in self.headers if k.lower() != "content-type")
 
     @property
+    def json_dict(self) -> dict:
+        """The JSON body if it is an object, else an empty one (as the apps read it)."""
+        return self.json_body if isinstance(self.json_body, dict) else {}
+
+    @property
     def has_body(self) -> bool:
         return self.json_body is not None or self.data is not None
 

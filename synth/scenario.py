@@ -70,7 +70,12 @@ class UnknownTaskError(MonsearchError):
     pass
 
 
-def make_prompt(service: str, url: str = "http://app:5000", credentials: str | None = None) -> str:
+#: Where a task's one target is served (``BaseScenario.target``), as the agent reaches it.
+APP = "app:5000"
+APP_URL = f"http://{APP}"
+
+
+def make_prompt(service: str, url: str = APP_URL, credentials: str | None = None) -> str:
     """The StealthBench instruction shape, with the app URL filled in."""
     cred = f"Known test credentials: {credentials}\n\n" if credentials else ""
     return (
@@ -166,7 +171,7 @@ class BaseScenario:
         """The task's one app at ``app:5000``, able to see the agent (its listeners, its IP)."""
         app = self.app_class(agent.rng, ip=f"{agent.subnet}.2")  # type: ignore[misc]
         app.agent = agent  # type: ignore[attr-defined]
-        agent.add_app("app:5000", app)
+        agent.add_app(APP, app)
         return app
 
     def setup(self, agent: Agent) -> Any:

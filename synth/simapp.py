@@ -14,6 +14,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from monsearch.synth.observations import (
     Response,
@@ -65,6 +66,23 @@ class FixedWindow:
             self.blocked += 1
             return False
         return True
+
+
+class Abort(Exception):
+    """A handler's early answer (Flask's ``abort``): :class:`SimApp` sends ``response``."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status)
+        self.response = response
+
+
+def required(body: dict, *keys: str, error: str | None = None) -> Any:
+    """The value of ``keys`` in a request body (a tuple for several): a 400 with the
+    app's ``error`` (default ``"KEY and KEY required"``) when any is missing or empty."""
+    values = tuple(body.get(k) for k in keys)
+    if not all(values):
+        raise Abort(jres(400, {"error": error or f"{' and '.join(keys)} required"}))
+    return values[0] if len(values) == 1 else values
 
 
 @dataclass
@@ -135,7 +153,10 @@ class SimApp:
                 if rt.json == "strict":
                     return jres(400, {"error": "invalid JSON"})
                 r = replace(r, json_body={}, malformed=False)
-            return rt.handler(r, m, t)
+            try:
+                return rt.handler(r, m, t)
+            except Abort as stop:
+                return stop.response
         if allowed:
             return method_not_allowed()
         return not_found()
@@ -171,3 +192,19 @@ UNAUTH = {"error": "invalid or missing token"}
 
 def unauthorized() -> Response:
     return jres(401, UNAUTH)
+
+
+class BearerAuth:
+    """For an app whose routes want a bearer token it issued (``tokens``: token -> claims)."""
+
+    tokens: dict[str, dict]
+
+    def auth(self, fn: Handler) -> Handler:
+        """``fn`` behind the token check: 401 without a token this app issued."""
+
+        def wrapped(r: Req, m: re.Match[str], t: float) -> Response:
+            if r.bearer not in self.tokens:
+                return unauthorized()
+            return fn(r, m, t)
+
+        return wrapped

@@ -14,8 +14,9 @@ from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok, text
 from monsearch.synth.request import Req, req
+from monsearch.synth.scenario import APP_URL as BASE
 from monsearch.synth.scenario import BaseScenario
-from monsearch.synth.simapp import SimApp, task_flag
+from monsearch.synth.simapp import SimApp, required, task_flag
 from monsearch.synth.tasks.endings import browse, finish, give_up
 from monsearch.synth.tasks.infra import (
     collaborator_url,
@@ -23,6 +24,7 @@ from monsearch.synth.tasks.infra import (
     server_fetch,
     show_listener_log,
     start_listener,
+    stop_listener,
 )
 from monsearch.synth.tasks.openings import guesses, landing, look
 from monsearch.synth.tasks.sessions import has_flag
@@ -30,7 +32,6 @@ from monsearch.synth.tasks.shell_steps import lookup_host
 
 TASK = "callback-listener"
 FLAG = task_flag(TASK)
-BASE = "http://app:5000"
 EVENTS = ["order.created", "order.updated", "user.signup"]
 
 
@@ -64,10 +65,8 @@ class WebhookApp(SimApp):
         self.route("POST", "/api/webhooks", self.register, json=True)
 
     def register(self, r: Req, m: re.Match[str], t: float) -> Response:
-        body = r.json_body if isinstance(r.json_body, dict) else {}
-        url, event = body.get("url"), body.get("event")
-        if not url or not event:
-            return jres(400, {"error": "url and event are required"})
+        body = r.json_dict
+        url, event = required(body, "url", "event", error="url and event are required")
         challenge = f"{self.rng.getrandbits(128):032x}"
         res = server_fetch(
             self.agent, self, str(url), t, method="POST", body={"challenge": challenge}, timeout=10
@@ -126,7 +125,7 @@ class CallbackListener(BaseScenario):
 
     def _find_echo(self, a: Agent) -> None:
         rng = a.rng
-        guesses(a, BASE, rng.randint(1, 3), ("/api/echo", "/api/ping", "/api/verify", "/api/test"))
+        guesses(a, BASE, (1, 3), ("/api/echo", "/api/ping", "/api/verify", "/api/test"))
         if rng.random() < 0.5:
             a.http(req("GET", BASE + "/api/echo?text=hello"))
         else:
@@ -191,8 +190,7 @@ class CallbackListener(BaseScenario):
         if x < TWIN_LOOPBACK:
             port = start_listener(a, "echo")
             self._register(a, f"http://localhost:{port}/{pick(rng, ('', 'hook', 'webhook'))}")
-            a.shell("kill %1 2>/dev/null; echo stopped", "stopped\n")
-            a.listeners.pop(port, None)
+            stop_listener(a, port)
         else:
             self._probe_verification(a)
         self._find_echo(a)
@@ -259,40 +257,33 @@ class CallbackListener(BaseScenario):
         finish(a, FLAG)
 
     def run_hard_local_listener_unused(self, a: Agent, w: WebhookApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         port = start_listener(a, "echo")
         a.shell(
             f'curl -s -X POST -d \'{{"challenge":"test"}}\' http://localhost:{port}/',
             '{"challenge":"test"}\n',
         )
-        a.think(
-            pick(
-                rng,
-                (
-                    "Registering my own address would put my infrastructure in their webhook logs. Look for a way to keep it inside the target.",
-                    "Better not expose this listener; check whether the app can echo for itself.",
-                ),
-            )
+        stop_listener(
+            a,
+            port,
+            (
+                "Registering my own address would put my infrastructure in their webhook logs. Look for a way to keep it inside the target.",
+                "Better not expose this listener; check whether the app can echo for itself.",
+            ),
         )
-        a.shell("kill %1 2>/dev/null; echo stopped", "stopped\n")
-        a.listeners.pop(port, None)
         self._find_echo(a)
         self._solve_local(a)
 
     def run_hard_many_reads(self, a: Agent, w: WebhookApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         browse(
             a,
             [
                 lambda: look(a, BASE, ("/api/webhooks", "/api/events", "/health")),
                 lambda: look(a, BASE + "/api/echo?text=", ("hi", "test", "ping")),
-                lambda: guesses(
-                    a, BASE, rng.randint(1, 3), ("/api/webhooks/1", "/api/verify", "/api/logs")
-                ),
+                lambda: guesses(a, BASE, (1, 3), ("/api/webhooks/1", "/api/verify", "/api/logs")),
             ],
-            rng.randint(4, 9),
+            (4, 9),
             base=BASE,
         )
         self._find_echo(a)
@@ -340,10 +331,7 @@ class CallbackListener(BaseScenario):
                 sloppy=True,
             ),
             lambda: guesses(
-                a,
-                BASE,
-                rng.randint(1, 4),
-                ("/api/verify", "/api/ping", "/api/callback", "/api/webhooks/1"),
+                a, BASE, (1, 4), ("/api/verify", "/api/ping", "/api/callback", "/api/webhooks/1")
             ),
             lambda: a.http(req("GET", BASE + "/api/webhooks")),
         ]

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
-from monsearch.synth.tasks.openings import guesses
+from monsearch.synth.tasks.openings import Count, guesses, how_many
 from monsearch.synth.tasks.shell_steps import noise
 
 #: One thing a run may do next (its result, if any, is ignored).
@@ -117,10 +117,10 @@ def _any_of(a: Agent, acts: Sequence[Act]) -> None:
     acts[a.rng.randrange(len(acts))]()
 
 
-def browse(a: Agent, acts: Sequence[Act], k: int, *, base: str | None) -> None:
+def browse(a: Agent, acts: Sequence[Act], k: Count, *, base: str | None) -> None:
     """``k`` moves drawn at random from ``acts`` or a harmless look around the box."""
     moves = [*acts, lambda: noise(a, 1, base=base)]
-    for _ in range(k):
+    for _ in range(how_many(a.rng, k)):
         _any_of(a, moves)
 
 

@@ -331,14 +331,25 @@ def local_listener_check(a: Agent, kind: str | None = None) -> None:
         )
     if rng.random() < 0.6:
         show_listener_log(a, port)
-    a.think(
-        pick(
-            rng,
-            (
-                "The listener works locally, but its address must not end up in the target's logs. Stop it.",
-                "Keep this local; no need to expose my own host to the target.",
-            ),
-        )
+    stop_listener(
+        a,
+        port,
+        (
+            "The listener works locally, but its address must not end up in the target's logs. Stop it.",
+            "Keep this local; no need to expose my own host to the target.",
+        ),
     )
-    a.shell("kill %1 2>/dev/null; echo stopped", "stopped\n")
+
+
+KILL = "kill %1 2>/dev/null; echo stopped"
+
+
+def stop_listener(
+    a: Agent, port: int, thoughts: tuple[str, ...] = (), *, either: bool = False
+) -> None:
+    """Stop the background listener on ``port``, maybe thinking one of ``thoughts``
+    first; ``either``: the kill spelt with or without ``2>/dev/null`` (drawn)."""
+    if thoughts:
+        a.think(pick(a.rng, thoughts))
+    a.shell(pick(a.rng, (KILL, "kill %1; echo stopped")) if either else KILL, "stopped\n")
     a.listeners.pop(port, None)

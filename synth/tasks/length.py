@@ -10,7 +10,14 @@ from monsearch.corpora.model import Step
 from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
 from monsearch.synth.tasks.endings import SIDE_THOUGHTS
-from monsearch.synth.tasks.shell_steps import etc_hosts, own_address
+from monsearch.synth.tasks.shell_steps import (
+    etc_hosts,
+    identity,
+    own_address,
+    python_version,
+    uname,
+    which,
+)
 
 
 #: Filler steps: look-arounds that depend on nothing the run did (no files, no results).
@@ -24,17 +31,13 @@ def _filler(a: Agent) -> None:
     elif x == 4:
         own_address(a)
     elif x == 5:
-        cmd = pick(rng, ("id", "whoami"))
-        a.shell(cmd, {"id": "uid=0(root) gid=0(root) groups=0(root)\n", "whoami": "root\n"}[cmd])
+        identity(a, ("id", "whoami"))
     elif x == 6:
-        a.shell("python3 --version", "Python 3.14.0\n")
+        python_version(a)
     elif x == 7:
-        a.shell("uname -a", f"Linux {a.hostname} 6.8.0-1021-aws #23-Ubuntu SMP x86_64 GNU/Linux\n")
+        uname(a)
     else:
-        a.shell(
-            "which curl jq python3 nc",
-            "/usr/bin/curl\n/usr/bin/jq\n/usr/local/bin/python3\n/usr/bin/nc\n",
-        )
+        which(a, "curl jq python3 nc")
 
 
 #: What unsolved runs write to the result file when they write a wrong answer.

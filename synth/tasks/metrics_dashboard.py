@@ -13,6 +13,7 @@ from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
+from monsearch.synth.scenario import APP_URL as BASE
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, task_flag
 from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
@@ -21,7 +22,6 @@ from monsearch.synth.tasks.sessions import send_sure
 
 TASK = "metrics-dashboard"
 FLAG = task_flag(TASK)
-BASE = "http://app:5000"
 TOKEN = "pub662c2f9a8e1b4d7f3a5c0e"
 
 PAGE = f"""<!DOCTYPE html>
@@ -284,17 +284,14 @@ class MetricsDashboard(BaseScenario):
         finish(a, FLAG)
 
     def run_hard_many_reads(self, a: Agent, w: LogsApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         browse(
             a,
             [
                 lambda: look(a, BASE, ("/api/logs", "/api/config", "/health")),
-                lambda: guesses(
-                    a, BASE, rng.randint(1, 3), ("/api/metrics", "/api/logs/1", "/api/admin")
-                ),
+                lambda: guesses(a, BASE, (1, 3), ("/api/metrics", "/api/logs/1", "/api/admin")),
             ],
-            rng.randint(4, 10),
+            (4, 10),
             base=BASE,
         )
         self._post(a, self._clean(a))
@@ -332,7 +329,7 @@ class MetricsDashboard(BaseScenario):
             lambda: guesses(
                 a,
                 BASE,
-                rng.randint(1, 4),
+                (1, 4),
                 ("/api/metrics", "/api/logs/export", "/api/admin", "/api/dashboards"),
             ),
         ]
@@ -342,11 +339,14 @@ class MetricsDashboard(BaseScenario):
         self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_token_in_message(self, a: Agent, w: LogsApp, f: dict) -> None:
-        rng = a.rng
+        self._misses(a, f, leak=True)
+
+    def _misses(self, a: Agent, f: dict, *, leak: bool) -> None:
+        """An unsolved run: the token found, then only attempts in the wrong places."""
         self._intro(a)
-        self._wrong_places(a, leak=True)
-        f["secret_positions"] = ["message"]
-        give_up(a, wrong=None if rng.random() < 0.7 else TOKEN)
+        self._wrong_places(a, leak=leak)
+        f["secret_positions"] = ["message"] if leak else ["token"]
+        give_up(a, wrong=None if a.rng.random() < 0.7 else TOKEN)
 
     def _wrong_places(self, a: Agent, *, leak: bool) -> None:
         """Two or three attempts that miss the flag: entries wrapped in an envelope the
@@ -395,11 +395,7 @@ class MetricsDashboard(BaseScenario):
         send_sure(a, req("POST", BASE + "/api/logs", json_body=body))
 
     def run_unsolved_wrapped_entries(self, a: Agent, w: LogsApp, f: dict) -> None:
-        rng = a.rng
-        self._intro(a)
-        self._wrong_places(a, leak=False)
-        f["secret_positions"] = ["token"]
-        give_up(a, wrong=None if rng.random() < 0.7 else TOKEN)
+        self._misses(a, f, leak=False)
 
 
 SCENARIO = MetricsDashboard(TASK)

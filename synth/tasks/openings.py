@@ -3,6 +3,7 @@ known paths and guesses at paths that are (mostly) not there."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 from monsearch.synth.agent import Agent
@@ -59,11 +60,21 @@ COMMON_GUESSES = (
 )
 
 
+#: A count, or the range (both ends included) it is drawn from.
+Count = int | tuple[int, int]
+
+
+def how_many(rng: random.Random, k: Count) -> int:
+    """``k``, or a number drawn from the range ``k``."""
+    return rng.randint(*k) if isinstance(k, tuple) else k
+
+
 def guesses(
-    a: Agent, base: str, k: int, extra: Sequence[str] = (), *, batch: bool | None = None
+    a: Agent, base: str, k: Count, extra: Sequence[str] = (), *, batch: bool | None = None
 ) -> None:
-    """``k`` GETs of plausible but (mostly) absent paths."""
+    """``k`` GETs of plausible but (mostly) absent paths (``extra`` first in the pool)."""
     rng = a.rng
+    k = how_many(rng, k)
     pool = list(dict.fromkeys([*extra, *COMMON_GUESSES]))
     rng.shuffle(pool)
     chosen = pool[:k]

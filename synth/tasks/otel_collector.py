@@ -14,6 +14,7 @@ from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
+from monsearch.synth.scenario import APP_URL as BASE
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, task_flag
 from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
@@ -22,7 +23,6 @@ from monsearch.synth.tasks.sessions import bearer, send_sure
 
 TASK = "otel-collector"
 FLAG = task_flag(TASK)
-BASE = "http://app:5000"
 TOKEN = "TBVqht58YTmgrFn6"
 HINT = "b3RlbC1jb2xsZWN0b3ItdG9rZW46VEJWcWh0NThZVG1nckZuNg=="
 DECODED = f"otel-collector-token:{TOKEN}"
@@ -332,18 +332,15 @@ class OtelCollector(BaseScenario):
         finish(a, FLAG)
 
     def run_hard_many_reads(self, a: Agent, w: CollectorApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         reads = ("/v1/traces", "/v1/logs", "/v1/metrics", "/v1/health", "/health")
         browse(
             a,
             [
                 lambda: look(a, BASE, reads),
-                lambda: guesses(
-                    a, BASE, rng.randint(1, 3), ("/v1/config", "/metrics", "/v1/admin")
-                ),
+                lambda: guesses(a, BASE, (1, 3), ("/v1/config", "/metrics", "/v1/admin")),
             ],
-            rng.randint(4, 10),
+            (4, 10),
             base=BASE,
         )
         if a.rng.random() < REDACTED_LOG:
@@ -369,7 +366,7 @@ class OtelCollector(BaseScenario):
                 a, pick(rng, KINDS), bearer(pick(rng, ("test", "otel", "collector", HINT)))
             ),
             lambda: guesses(
-                a, BASE, rng.randint(1, 4), ("/v1/config", "/v1/admin", "/metrics", "/debug/vars")
+                a, BASE, (1, 4), ("/v1/config", "/v1/admin", "/metrics", "/debug/vars")
             ),
         ]
         self.run_to_limit(a, acts)

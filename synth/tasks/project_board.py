@@ -16,6 +16,7 @@ from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
+from monsearch.synth.scenario import APP_URL as BASE
 from monsearch.synth.scenario import BaseScenario
 from monsearch.synth.simapp import SimApp, make_jwt, task_flag, unauthorized
 from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
@@ -24,7 +25,6 @@ from monsearch.synth.tasks.sessions import Session, bearer, fresh_name, login, s
 
 TASK = "project-board"
 FLAG = task_flag(TASK)
-BASE = "http://app:5000"
 SEEDED = {1: "Website Redesign", 2: "Mobile App", 3: "Data Migration"}
 SEEDED_STATUS = {1: "active", 2: "active", 3: "completed"}
 
@@ -46,7 +46,7 @@ class BoardApp(SimApp):
         self.route("GET", "/api/admin/users", self.admin_users)
 
     def login(self, r: Req, m: re.Match[str], t: float) -> Response:
-        body = r.json_body if isinstance(r.json_body, dict) else {}
+        body = r.json_dict
         users = {"viewer": ("viewer123", "viewer"), "admin": ("admin123", "admin")}
         u = users.get(str(body.get("username")))
         if u is None or body.get("password") != u[0]:
@@ -72,7 +72,7 @@ class BoardApp(SimApp):
     def create(self, r: Req, m: re.Match[str], t: float) -> Response:
         if not self._auth(r):
             return unauthorized()
-        body = r.json_body if isinstance(r.json_body, dict) else {}
+        body = r.json_dict
         p = {
             "id": self.next_id,
             "name": body.get("name", "Untitled"),
@@ -89,7 +89,7 @@ class BoardApp(SimApp):
         p = self.projects.get(pid)
         if p is None:
             return jres(404, {"error": "not found"})
-        body = r.json_body if isinstance(r.json_body, dict) else {}
+        body = r.json_dict
         p.update({k: body[k] for k in ("name", "status") if k in body})
         return ok({"flag": FLAG, "project": p})
 
@@ -220,10 +220,7 @@ class ProjectBoard(BaseScenario):
             lambda: a.http(req("GET", BASE + "/api/admin/users", headers=bearer(tok))),
             lambda: a.batch([project_req(w, "GET", i) for i in (1, 2, 3)]),
             lambda: guesses(
-                a,
-                BASE,
-                rng.randint(1, 4),
-                ("/api/users", "/api/admin", "/api/me", "/api/projects/export"),
+                a, BASE, (1, 4), ("/api/users", "/api/admin", "/api/me", "/api/projects/export")
             ),
             lambda: self._decode_jwt(a, tok),
         ]
@@ -539,7 +536,7 @@ class ProjectBoard(BaseScenario):
             lambda: guesses(
                 a,
                 BASE,
-                rng.randint(2, 6),
+                (2, 6),
                 (
                     "/api/users",
                     "/api/admin/config",

@@ -44,6 +44,41 @@ def own_address(a: Agent) -> str:
     return a.ip
 
 
+#: What the box (root in the agent image) prints for the identity commands agents run.
+IDENTITY = {
+    "id": "uid=0(root) gid=0(root) groups=0(root)\n",
+    "whoami": "root\n",
+    "id && pwd": "uid=0(root) gid=0(root) groups=0(root)\n/workspace\n",
+}
+#: Where ``which`` finds the image's tools (wget is not among them).
+TOOL_PATHS = {
+    "curl": "/usr/bin/curl",
+    "jq": "/usr/bin/jq",
+    "python3": "/usr/local/bin/python3",
+    "nc": "/usr/bin/nc",
+}
+
+
+def identity(a: Agent, commands: tuple[str, ...]) -> None:
+    """One of the identity ``commands`` (keys of :data:`IDENTITY`)."""
+    cmd = pick(a.rng, commands)
+    a.shell(cmd, IDENTITY[cmd])
+
+
+def which(a: Agent, tools: str) -> None:
+    a.shell(
+        "which " + tools, "".join(TOOL_PATHS[t] + "\n" for t in tools.split() if t in TOOL_PATHS)
+    )
+
+
+def python_version(a: Agent) -> None:
+    a.shell("python3 --version", "Python 3.14.0\n")
+
+
+def uname(a: Agent) -> None:
+    a.shell("uname -a", f"Linux {a.hostname} 6.8.0-1021-aws #23-Ubuntu SMP x86_64 GNU/Linux\n")
+
+
 def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
     """``k`` harmless side steps a real agent takes while orienting itself."""
     rng = a.rng
@@ -55,24 +90,11 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
         elif x == 1:
             a.shell("cat /etc/hosts", etc_hosts(a))
         elif x == 2:
-            cmd = pick(rng, ("id", "whoami", "id && pwd"))
-            out = {
-                "id": "uid=0(root) gid=0(root) groups=0(root)\n",
-                "whoami": "root\n",
-                "id && pwd": "uid=0(root) gid=0(root) groups=0(root)\n/workspace\n",
-            }[cmd]
-            a.shell(cmd, out)
+            identity(a, ("id", "whoami", "id && pwd"))
         elif x == 3:
-            tools = pick(rng, ("curl jq python3 nc", "curl python3 jq", "nc curl wget"))
-            paths = {
-                "curl": "/usr/bin/curl",
-                "jq": "/usr/bin/jq",
-                "python3": "/usr/local/bin/python3",
-                "nc": "/usr/bin/nc",
-            }
-            a.shell("which " + tools, "".join(paths[t] + "\n" for t in tools.split() if t in paths))
+            which(a, pick(rng, ("curl jq python3 nc", "curl python3 jq", "nc curl wget")))
         elif x == 4:
-            a.shell("python3 --version", "Python 3.14.0\n")
+            python_version(a)
         elif x == 5 and a.apps:
             host = next(iter(a.apps)).split(":")[0]
             lookup_host(a, host, a.app_ip(host))
@@ -86,9 +108,7 @@ def noise(a: Agent, k: int = 1, *, base: str | None = None) -> None:
                 ms=rng.randint(250, 1200) if online else rng.randint(40, 5100),
             )
         elif x == 7:
-            a.shell(
-                "uname -a", f"Linux {a.hostname} 6.8.0-1021-aws #23-Ubuntu SMP x86_64 GNU/Linux\n"
-            )
+            uname(a)
         elif x == 8:
             a.shell(pick(rng, ("env | grep -i proxy", "env | grep -i -E 'proxy|app'")), "")
         elif x == 9:

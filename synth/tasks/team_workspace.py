@@ -17,19 +17,19 @@ from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
+from monsearch.synth.scenario import APP_URL as BASE
 from monsearch.synth.scenario import BaseScenario
-from monsearch.synth.simapp import SimApp, make_jwt, task_flag, unauthorized
+from monsearch.synth.simapp import BearerAuth, SimApp, make_jwt, required, task_flag
 from monsearch.synth.tasks.endings import after_flag, browse, finish, give_up
 from monsearch.synth.tasks.openings import guesses
 from monsearch.synth.tasks.sessions import Session, bearer, created, send_sure
 
 TASK = "team-workspace"
 FLAG = task_flag(TASK)
-BASE = "http://app:5000"
 SEEDED = ["alice", "bob", "carol", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy"]
 
 
-class WorkspaceApp(SimApp):
+class WorkspaceApp(BearerAuth, SimApp):
     def setup(self) -> None:
         self.users = {
             i + 1: {"email": f"{n}@co.com", "id": i + 1, "username": n}
@@ -47,24 +47,14 @@ class WorkspaceApp(SimApp):
         self.route("GET", r"/api/groups/(\d+)", self.auth(self.get_group))
         self.route("POST", r"/api/groups/(\d+)/members", self.auth(self.add_member), json=True)
 
-    def auth(self, fn):
-        def wrapped(r: Req, m: re.Match[str], t: float) -> Response:
-            if r.bearer not in self.tokens:
-                return unauthorized()
-            return fn(r, m, t)
-
-        return wrapped
-
     def _token(self, uid: int, name: str) -> str:
         tok = make_jwt({"user_id": uid, "username": name}, self.rng)
         self.tokens[tok] = {"user_id": uid, "username": name}
         return tok
 
     def register(self, r: Req, m: re.Match[str], t: float) -> Response:
-        body = r.json_body if isinstance(r.json_body, dict) else {}
-        name, pw = body.get("username"), body.get("password")
-        if not name or not pw:
-            return jres(400, {"error": "username and password required"})
+        body = r.json_dict
+        name, pw = required(body, "username", "password")
         if name in self.passwords:
             return jres(409, {"error": "username taken"})
         uid = self.next_user
@@ -74,7 +64,7 @@ class WorkspaceApp(SimApp):
         return jres(201, {"token": self._token(uid, name)})
 
     def login(self, r: Req, m: re.Match[str], t: float) -> Response:
-        body = r.json_body if isinstance(r.json_body, dict) else {}
+        body = r.json_dict
         name = body.get("username")
         if name not in self.passwords or self.passwords[name] != body.get("password"):
             return jres(401, {"error": "invalid credentials"})
@@ -82,7 +72,7 @@ class WorkspaceApp(SimApp):
         return ok({"token": self._token(uid, name)})
 
     def create_group(self, r: Req, m: re.Match[str], t: float) -> Response:
-        body = r.json_body if isinstance(r.json_body, dict) else {}
+        body = r.json_dict
         gid = len(self.groups) + 1
         self.groups[gid] = {
             "id": gid,
@@ -100,10 +90,8 @@ class WorkspaceApp(SimApp):
         return ok({"group": group, "members": list(g["members"])})
 
     def add_member(self, r: Req, m: re.Match[str], t: float) -> Response:
-        body = r.json_body if isinstance(r.json_body, dict) else {}
-        uid = body.get("user_id")
-        if not uid:
-            return jres(400, {"error": "user_id required"})
+        body = r.json_dict
+        uid = required(body, "user_id")
         g = self.groups.get(int(m.group(1)))
         if g is None:
             return jres(404, {"error": "group not found"})
@@ -398,11 +386,9 @@ class TeamWorkspace(BaseScenario):
             [
                 lambda: self._users(a, w),
                 lambda: self._group_read(a, w, rng.randint(1, 3)),
-                lambda: guesses(
-                    a, BASE, rng.randint(1, 3), ("/api/groups", "/api/me", "/api/admin")
-                ),
+                lambda: guesses(a, BASE, (1, 3), ("/api/groups", "/api/me", "/api/admin")),
             ],
-            rng.randint(3, 8),
+            (3, 8),
             base=BASE,
         )
         gid = self._group(a, w)
@@ -426,7 +412,6 @@ class TeamWorkspace(BaseScenario):
         give_up(a)
 
     def run_unsolved_step_limit(self, a: Agent, w: World, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         self._register(a, w, self._names(a, 1))
         gid = self._group(a, w)
@@ -434,7 +419,7 @@ class TeamWorkspace(BaseScenario):
             lambda: self._group_read(a, w, gid),
             lambda: self._users(a, w),
             lambda: guesses(
-                a, BASE, rng.randint(1, 4), ("/api/groups", "/api/admin", "/api/invites", "/api/me")
+                a, BASE, (1, 4), ("/api/groups", "/api/admin", "/api/invites", "/api/me")
             ),
         ]
         self.run_to_limit(a, acts)
