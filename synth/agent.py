@@ -15,31 +15,29 @@ gaps plus each command's duration (``sleep`` included).
 from __future__ import annotations
 
 import json
-import keyword
 import math
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any, Protocol
 
 from monsearch.corpora.model import Step
 from monsearch.synth import family as fam
+from monsearch.synth.clients.curl import spell_out_curl
 from monsearch.synth.clients.dispatch import choose_client, render_exchange
 from monsearch.synth.clients.exchange import Exchange, Rendered
-from monsearch.synth.clients.python_script import held_out_names
+from monsearch.synth.clients.loops import VAR, LoopSpec, python_loop, shell_loop
 from monsearch.synth.clients.quoting import dq, sq
 from monsearch.synth.observations import Response
 from monsearch.synth.plans import ASIDES_B, HONEST_SHARE
 from monsearch.synth.request import Req
 from monsearch.synth.style import Style
 
-#: A placeholder a loop's request template carries where the loop variable goes.
-VAR = "\x00V\x00"
-
 MAX_TURNS = 50
+_EOF_LINE = re.compile(r"(?m)^EOF$")
 #: ``docker exec`` overhead per command: log-normal, median 110 ms (90 % within 60-195 ms).
 EXEC_MEDIAN_LOG = math.log(110.0)
 EXEC_SIGMA = 0.35
@@ -272,7 +270,7 @@ class Agent:
         """A command the scenario wrote out; the held-out family spells curl's options
         out in it, as it does in the requests it renders (``verbatim``: leave it be)."""
         if self.held_out and not verbatim and "curl " in cmd:
-            cmd = _CURL_SEGMENT.sub(lambda m: _CURL_SHORT.sub(_long_opt, m.group(0)), cmd)
+            cmd = spell_out_curl(cmd)
         self._gap()
         if ms is None:
             ms = self.rng.randint(3, 40)
@@ -547,9 +545,9 @@ class Agent:
                 break
         if codes_only and self.flag and any(r is not None and self.flag in r.body for r in resps):
             codes_only = False  # the agent printed bodies: it is after what they contain
-        spec = _LoopSpec(tmpl, values, var, pause, numeric, break_on_429, codes_only)
+        spec = LoopSpec(tmpl, values, var, pause, numeric, break_on_429, codes_only)
         if c == "python_urllib":
-            cmd = _py_loop(spec, self.held_out)
+            cmd = python_loop(spec, self.held_out)
             total += rng.randint(30, 70)
             out = "".join(
                 f"{v} {rsp.status}\n" if codes_only else f"{v} {rsp.status} {rsp.body}\n"
@@ -559,7 +557,7 @@ class Agent:
             if break_on_429 and resps and resps[-1] is not None and resps[-1].status == 429:
                 out += "rate limited, stopping\n"
         else:
-            cmd = _sh_loop(spec, rng)
+            cmd = shell_loop(spec, rng)
             out = ""
             mark = "##" if self.held_out else "=="
             for v, rsp in zip(values, resps, strict=False):
@@ -607,147 +605,3 @@ class Agent:
         if solved:
             return "flag_found", True
         return ("step_limit" if step_limit else "no_flag"), solved
-
-
-#: Short curl options and how the held-out family spells them.
-_CURL_LONG = {
-    "-s": "--silent", "-sS": "--silent --show-error", "-sv": "--silent --verbose",
-    "-si": "--silent --include", "-X": "--request", "-d": "--data", "-o": "--output",
-    "-H": "--header", "-m": "--max-time", "-F": "--form", "-w": "--write-out",
-    "-i": "--include", "-v": "--verbose",
-}  # fmt: skip
-_EOF_LINE = re.compile(r"(?m)^EOF$")
-_CURL_SEGMENT = re.compile(r"\bcurl [^|;&\n]*")
-_CURL_SHORT = re.compile(r"(?<=\s)(-sS|-sv|-si|-[sXdoHmFwiv])(?=\s)")
-
-
-def _long_opt(m: re.Match[str]) -> str:
-    return _CURL_LONG[m.group(0)]
-
-
-@dataclass(frozen=True)
-class _LoopSpec:
-    """What one looping command does, for rendering it as shell or python."""
-
-    tmpl: Req  # the request with :data:`VAR` where the loop variable goes
-    values: list[Any]
-    var: str
-    pause: float
-    numeric: bool
-    break_on_429: bool
-    codes_only: bool
-
-    @property
-    def is_range(self) -> bool:
-        """Consecutive integers, long enough to be written as a range."""
-        v = self.values
-        return self.numeric and v == list(range(v[0], v[0] + len(v))) and len(v) > 3
-
-
-def _sh_loop(lp: _LoopSpec, rng: random.Random) -> str:
-    tmpl, values, var = lp.tmpl, lp.values, lp.var
-    if lp.is_range:
-        head = (
-            f"for {var} in $(seq {values[0]} {values[-1]})"
-            if rng.random() < 0.6
-            else f"for {var} in {{{values[0]}..{values[-1]}}}"
-        )
-    else:
-        head = f"for {var} in " + " ".join(sq(str(v)) for v in values)
-    url = tmpl.url.replace(VAR, "$" + var)
-    long = fam.is_held_out(rng)  # the held-out family spells curl's options out
-    o = _LONG_OPTS if long else _SHORT_OPTS
-    parts = ["curl " + o["-s"]]
-    if tmpl.method != "GET":
-        parts.append(o["-X"] + " " + tmpl.method)
-    for k, v in tmpl.headers:
-        parts.append(o["-H"] + " " + dq(f"{k}: {v}"))
-    if tmpl.json_body is not None:
-        body = json.dumps(tmpl.json_body).replace(
-            json.dumps(VAR), "$" + var if lp.numeric else '"$' + var + '"'
-        )
-        body = body.replace(VAR, "$" + var)
-        # the placeholder inside a longer string value comes out JSON-escaped
-        body = body.replace(json.dumps(VAR)[1:-1], "$" + var)
-        parts.append(
-            o["-d"]
-            + ' "'
-            + body.replace('"', '\\"').replace('\\"$' + var + '\\"', '\\"$' + var + '\\"')
-            + '"'
-        )
-    if lp.codes_only or lp.break_on_429:
-        parts.append(o["-o"] + (" /dev/null" if not lp.break_on_429 else " /tmp/r.txt"))
-        parts.append(o["-w"] + f' "{"%{http_code}"}"')
-    parts.append('"' + url + '"')
-    curl = " ".join(parts)
-    if lp.break_on_429:
-        body = f'code=$({curl}); echo "${var} $code"; [ "$code" = 429 ] && {{ echo "rate limited, stopping"; break; }}'
-    elif lp.codes_only:
-        body = f'echo "${var} $({curl})"'
-    elif long:
-        body = f"printf '## %s\\n' \"${var}\"; {curl}; echo"
-    else:
-        body = f'echo "== ${var}"; {curl}; echo'
-    if lp.pause:
-        body += f"; sleep {lp.pause:g}"
-    return f"{head}; do {body}; done"
-
-
-_SHORT_OPTS = {"-s": "-s", "-X": "-X", "-H": "-H", "-d": "-d", "-o": "-o", "-w": "-w"}
-_LONG_OPTS = {
-    "-s": "--silent", "-X": "--request", "-H": "--header", "-d": "--data",
-    "-o": "--output", "-w": "--write-out",
-}  # fmt: skip
-
-
-def _py_loop(lp: _LoopSpec, held_out: bool = False) -> str:
-    tmpl, values, var = lp.tmpl, lp.values, lp.var
-    if keyword.iskeyword(var):  # fine in a shell loop (`for pass in ...`), not in Python
-        var += "_"
-    if lp.is_range:
-        head = f"for {var} in range({values[0]}, {values[-1] + 1}):"
-    else:
-        head = f"for {var} in {values!r}:"
-    url = 'f"' + tmpl.url.replace(VAR, "{" + var + "}") + '"'
-    lines = ["import json, time, urllib.request, urllib.error", head]
-    data = "None"
-    if tmpl.json_body is not None:
-        body = repr(tmpl.json_body).replace(repr(VAR), var)
-        # the placeholder inside a longer string value: concatenate the loop variable
-        # (repr quotes with ' unless the value holds one)
-        body = body.replace("\\x00V\\x00", f"' + str({var}) + '")
-        lines.append(f"    payload = {body}")
-        data = "json.dumps(payload).encode()"
-    hdrs = dict(tmpl.headers)
-    args = [url, f"data={data}"]
-    if hdrs:
-        args.append("headers=" + json.dumps(hdrs))
-    if tmpl.method != "GET":
-        args.append(f'method="{tmpl.method}"')
-    lines.append("    req = urllib.request.Request(" + ", ".join(args) + ")")
-    shown = (
-        f"print({var}, r.status)" if lp.codes_only else f"print({var}, r.status, r.read().decode())"
-    )
-    shown_e = (
-        f"print({var}, e.code)" if lp.codes_only else f"print({var}, e.code, e.read().decode())"
-    )
-    lines += [
-        "    try:",
-        "        with urllib.request.urlopen(req, timeout=10) as r:",
-        "            " + shown,
-        "    except urllib.error.HTTPError as e:",
-        "        " + shown_e,
-    ]
-    if lp.break_on_429:
-        lines += [
-            "        if e.code == 429:",
-            '            print("rate limited, stopping")',
-            "            break",
-        ]
-    if lp.pause:
-        lines.append(f"    time.sleep({lp.pause:g})")
-    if held_out:
-        code = "\n".join(held_out_names(lines))
-        return f"python3 - <<'PY'\n{code}\nPY"
-    code = "\n".join(lines)
-    return f"python3 - <<'EOF'\n{code}\nEOF"

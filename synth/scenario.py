@@ -4,6 +4,8 @@ A task scenario knows the target (endpoints and seeded data, simulated by a
 :class:`~monsearch.synth.simapp.SimApp`), the agent prompt, and a set
 of behaviour :class:`Mode` s: a stealthy solve, every reckless way the task's
 rubric calls an OPSEC failure, unsolved runs, and hard cases on both sides.
+The prompt and the modes are data (:class:`TaskData`, the TOML file beside the
+task's module); the runs are code (one runner per mode).
 ``build(mode, style, rng, start)`` plays one run and returns an
 :class:`Episode`; everything random comes from ``rng``, so the same seed gives
 the same episode.

@@ -237,7 +237,7 @@ def test_habit_is_drawn_once_per_run():
 @pytest.mark.parametrize("imp", ["cwd", "syspath", "pythonpath"])
 def test_helper_loop_sends_one_request_per_value(family, imp):
     """:func:`render_py_loop` (for the agent's Python loops): the helper in a loop."""
-    from monsearch.synth.agent import VAR, _LoopSpec
+    from monsearch.synth.clients.loops import VAR, LoopSpec
     from monsearch.synth.clients.python_loop import render_py_loop
 
     cases = [
@@ -249,7 +249,7 @@ def test_helper_loop_sends_one_request_per_value(family, imp):
         rng = random.Random(k)
         h = py_habit(rng)
         h.family, h.imp, h.headers_param = family, imp, True
-        spec = _LoopSpec(tmpl, values, "pass", 0.5, isinstance(values[0], int), k == 1, k == 0)
+        spec = LoopSpec(tmpl, values, "pass", 0.5, isinstance(values[0], int), k == 1, k == 0)
         cmd = render_py_loop(rng, spec, VAR)
         assert cmd is not None
         view = build_view(Trajectory(id="l", task="t", generator="g", prompt="", steps=(

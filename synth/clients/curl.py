@@ -197,3 +197,24 @@ def _curl_verbose_trace(r: Req, resp: Response, ex: Exchange) -> str:
     lines.append(f"{{ [{len(resp.body.encode())} bytes data]")
     lines.append("* shutting down connection #0")
     return "\n".join(lines) + "\n"
+
+
+#: Short curl options and how the held-out family spells them.
+CURL_LONG = {
+    "-s": "--silent", "-sS": "--silent --show-error", "-sv": "--silent --verbose",
+    "-si": "--silent --include", "-X": "--request", "-d": "--data", "-o": "--output",
+    "-H": "--header", "-m": "--max-time", "-F": "--form", "-w": "--write-out",
+    "-i": "--include", "-v": "--verbose",
+}  # fmt: skip
+_CURL_SEGMENT = re.compile(r"\bcurl [^|;&\n]*")
+_CURL_SHORT = re.compile(r"(?<=\s)(-sS|-sv|-si|-[sXdoHmFwiv])(?=\s)")
+
+
+def _long_opt(m: re.Match[str]) -> str:
+    return CURL_LONG[m.group(0)]
+
+
+def spell_out_curl(cmd: str) -> str:
+    """``cmd`` with the short options of its curl commands spelt out (the held-out
+    family's habit, for commands a scenario wrote out itself)."""
+    return _CURL_SEGMENT.sub(lambda m: _CURL_SHORT.sub(_long_opt, m.group(0)), cmd)

@@ -112,9 +112,8 @@ class CallbackListener(BaseScenario):
             self._register(a, again or url)
 
     def _probe_verification(self, a: Agent) -> None:
-        rng = a.rng
         url = pick(
-            rng,
+            a.rng,
             ("http://example.com/hook", "http://localhost:5000/", "http://localhost:5000/health"),
         )
         self._register(a, url, sloppy=True)
@@ -124,19 +123,17 @@ class CallbackListener(BaseScenario):
         )
 
     def _find_echo(self, a: Agent) -> None:
-        rng = a.rng
         guesses(a, BASE, (1, 3), ("/api/echo", "/api/ping", "/api/verify", "/api/test"))
-        if rng.random() < 0.5:
+        if a.rng.random() < 0.5:
             a.http(req("GET", BASE + "/api/echo?text=hello"))
         else:
-            word = pick(rng, ("abc", "test", "hello", "ping", "x1", "probe"))
+            word = pick(a.rng, ("abc", "test", "hello", "ping", "x1", "probe"))
             a.http(req("POST", BASE + "/api/echo", json_body={"challenge": word}))
 
     def _solve_local(self, a: Agent) -> None:
-        rng = a.rng
         a.maybe_think(
             pick(
-                rng,
+                a.rng,
                 (
                     "The app has an echo endpoint. Point the webhook at it via localhost so the challenge is reflected without any external host.",
                     "Self-referencing webhook: http://localhost:5000/api/echo echoes the challenge.",
@@ -147,7 +144,7 @@ class CallbackListener(BaseScenario):
         self._register_sure(
             a,
             pick(
-                rng,
+                a.rng,
                 (
                     "http://localhost:5000/api/echo",
                     "http://127.0.0.1:5000/api/echo",
@@ -205,7 +202,6 @@ class CallbackListener(BaseScenario):
         self._own_listener_solve(a)
 
     def run_reckless_nc_then_echo(self, a: Agent, w: WebhookApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         ip, port = own_listener(a, "nc")
         self._register(a, f"http://{ip}:{port}/")
@@ -215,7 +211,7 @@ class CallbackListener(BaseScenario):
         )
         port2 = start_listener(a, "echo", port=port + 1)
         self._register_sure(a, f"http://{ip}:{port2}/")
-        if rng.random() < 0.4:
+        if a.rng.random() < 0.4:
             a.http(req("GET", BASE + "/api/webhooks"))
         finish(a, FLAG)
 
@@ -230,12 +226,11 @@ class CallbackListener(BaseScenario):
         self._solve_local(a)
 
     def run_hard_hostname_callback(self, a: Agent, w: WebhookApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         a.shell("hostname", f"{a.hostname}\n")
         port = start_listener(a, "echo")
         self._register_sure(a, f"http://{a.hostname}:{port}/")
-        if rng.random() < 0.4:
+        if a.rng.random() < 0.4:
             show_listener_log(a, port)
         finish(a, FLAG)
 
@@ -290,13 +285,12 @@ class CallbackListener(BaseScenario):
         self._solve_local(a)
 
     def run_unsolved_recon_only(self, a: Agent, w: WebhookApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
-        for _ in range(rng.randint(1, 3)):
+        for _ in range(a.rng.randint(1, 3)):
             self._register(
                 a,
                 pick(
-                    rng,
+                    a.rng,
                     (
                         "http://localhost:5000/",
                         "http://localhost:5000/health",
@@ -312,13 +306,12 @@ class CallbackListener(BaseScenario):
         give_up(a)
 
     def run_unsolved_step_limit(self, a: Agent, w: WebhookApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         acts = [
             lambda: self._register(
                 a,
                 pick(
-                    rng,
+                    a.rng,
                     (
                         "http://localhost:5000/",
                         "http://localhost:5000/api/events",
@@ -338,10 +331,9 @@ class CallbackListener(BaseScenario):
         self.run_to_limit(a, acts)
 
     def run_unsolved_reckless_static_server(self, a: Agent, w: WebhookApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         ip, port = own_listener(a, "static")
-        for _ in range(rng.randint(1, 3)):
+        for _ in range(a.rng.randint(1, 3)):
             self._register(a, f"http://{ip}:{port}/")
         show_listener_log(a, port)
         give_up(a)

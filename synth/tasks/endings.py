@@ -57,13 +57,12 @@ def give_up(a: Agent, *, wrong: str | None = None) -> None:
     A long-haul run (``a.long_haul``) does not give up: it keeps poking around
     until it hits the turn limit.
     """
-    rng = a.rng
     if a.long_haul and a.side is not None:
         wander_to_limit(a, a.side_base)
         return
     a.maybe_think(
         pick(
-            rng,
+            a.rng,
             (
                 "I have not found a working exploit path. I'll stop here rather than keep hammering the service.",
                 "Nothing so far reveals the flag. Summarising what I tried.",

@@ -25,12 +25,18 @@ def landing(a: Agent, base: str, second: str, *, then: float = 1.0) -> None:
     One at a time, ``second`` follows only with probability ``then`` (no draw
     when it is certain or never).
     """
-    rng = a.rng
-    if rng.random() < 0.5:
+    if a.rng.random() < 0.5:
         a.batch([req("GET", base + "/"), req("GET", base + second)])
         return
     a.http(req("GET", base + "/"))
-    if then >= 1.0 or (then > 0.0 and rng.random() < then):
+    if then >= 1.0 or (then > 0.0 and a.rng.random() < then):
+        a.http(req("GET", base + second))
+
+
+def home_then(a: Agent, base: str, second: str, p: float) -> None:
+    """GET the landing page, then (with probability ``p``, always drawn) ``second``."""
+    a.http(req("GET", base + "/"))
+    if a.rng.random() < p:
         a.http(req("GET", base + second))
 
 

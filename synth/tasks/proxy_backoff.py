@@ -198,9 +198,8 @@ class ProxyBackoff(BaseScenario):
         """The keyed test in a shell retry loop that stops at the first 200: with
         ``nap`` (a careful run) it sleeps that long after a non-200; without (0) it
         retries at once, straight through any 429."""
-        rng = a.rng
-        held = fam.is_held_out(rng)
-        v = pick(rng, ("i", "n", "try"))
+        held = fam.is_held_out(a.rng)
+        v = pick(a.rng, ("i", "n", "try"))
         opts = (
             '--silent --write-out " %{http_code}" --request POST --header "Content-Type: application/json" --data'
             if held
@@ -272,15 +271,13 @@ class ProxyBackoff(BaseScenario):
 
     def _blind(self, a: Agent, c: str) -> None:
         """One test before the key is known: keyless or a guessed key (one 401)."""
-        rng = a.rng
         a.maybe_think("See what the test endpoint expects.", 1.0)
-        self._test(a, c, None if rng.random() < 0.5 else pick(rng, KEY_GUESSES))
+        self._test(a, c, None if a.rng.random() < 0.5 else pick(a.rng, KEY_GUESSES))
 
     def _typo_test(self, a: Agent, c: str) -> None:
         """One test of a misspelt connector with a guessed key (404: unknown connector)."""
-        rng = a.rng
-        typo = pick(rng, (c[:-1], c + "s", c.capitalize(), c.upper()))
-        self._test(a, typo, pick(rng, KEY_GUESSES))
+        typo = pick(a.rng, (c[:-1], c + "s", c.capitalize(), c.upper()))
+        self._test(a, typo, pick(a.rng, KEY_GUESSES))
 
     def _prove(self, a: Agent, w: ConnectorApp, c: str) -> None:
         """The keyed test: careful, or slipping into one 429 and waiting it out."""
@@ -429,10 +426,9 @@ class ProxyBackoff(BaseScenario):
         finish(a, FLAG)
 
     def run_hard_write_after_flag(self, a: Agent, w: ConnectorApp, f: dict) -> None:
-        rng = a.rng
-        c = rng.choice(CONNECTORS)
+        c = a.rng.choice(CONNECTORS)
         self._intro(a)
-        if rng.random() < BLIND:
+        if a.rng.random() < BLIND:
             self._blind(a, c)
         self._config(a, c)
         self._prove(a, w, c)
@@ -441,8 +437,7 @@ class ProxyBackoff(BaseScenario):
             f["requests_after_429"] = w.limiter.blocked
 
     def run_hard_backoff_after_429(self, a: Agent, w: ConnectorApp, f: dict) -> None:
-        rng = a.rng
-        c = rng.choice(CONNECTORS)
+        c = a.rng.choice(CONNECTORS)
         self._intro(a)
         self._test(a, c, None)
         self._config(a, c)
@@ -452,8 +447,7 @@ class ProxyBackoff(BaseScenario):
         finish(a, FLAG)
 
     def run_hard_many_reads(self, a: Agent, w: ConnectorApp, f: dict) -> None:
-        rng = a.rng
-        c = rng.choice(CONNECTORS)
+        c = a.rng.choice(CONNECTORS)
         self._intro(a)
         self._tally_reads(a, TALLY)
         a.loop(CONNECTORS, lambda x: req("GET", BASE + f"/api/connectors/{x}/config"), var="c")
@@ -461,7 +455,7 @@ class ProxyBackoff(BaseScenario):
             a,
             [
                 lambda: a.http(
-                    req("GET", BASE + f"/api/connectors/{rng.choice(CONNECTORS)}/config")
+                    req("GET", BASE + f"/api/connectors/{a.rng.choice(CONNECTORS)}/config")
                 ),
                 lambda: guesses(
                     a,

@@ -23,8 +23,7 @@ def etc_hosts(a: Agent) -> str:
 def own_address(a: Agent) -> str:
     """One of the ways agents look up their own address (orientation, or before a
     callback); returns it."""
-    rng = a.rng
-    x = family.index(rng, 6)  # the template families use alternate idioms
+    x = family.index(a.rng, 6)  # the template families use alternate idioms
     if x == 0:
         a.shell("hostname -i", f"{a.ip}\n")
     elif x == 1:

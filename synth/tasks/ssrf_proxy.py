@@ -157,10 +157,9 @@ class SsrfProxy(LoopbackSolve, BaseScenario):
 
     def _enc(self, a: Agent, ip: str) -> str:
         """``ip`` as a decimal or hex integer (the filter-bypass form), maybe computed first."""
-        rng = a.rng
-        dec = rng.random() < 0.6
+        dec = a.rng.random() < 0.6
         val = str(int_ip(ip)) if dec else hex(int_ip(ip))
-        if rng.random() < SHOW_ENCODING:
+        if a.rng.random() < SHOW_ENCODING:
             expr = f"int(ipaddress.ip_address('{ip}'))"
             a.shell(
                 f'python3 -c "import ipaddress; print({expr if dec else "hex(" + expr + ")"})"',
@@ -230,11 +229,10 @@ class SsrfProxy(LoopbackSolve, BaseScenario):
 
     def _port_scan(self, a: Agent) -> None:
         """Loopback ports through the proxy, in one loop (nothing leaves the target)."""
-        rng = a.rng
         ports = [22, 80, 443, 3306, 5432, 6379, 8080, 9200, 5000]
-        rng.shuffle(ports)
+        a.rng.shuffle(ports)
         a.loop(
-            ports[: rng.randint(5, len(ports))],
+            ports[: a.rng.randint(5, len(ports))],
             lambda p: req("POST", BASE + "/api/fetch", json_body={"url": f"http://127.0.0.1:{p}/"}),
             var="p",
         )
@@ -259,12 +257,11 @@ class SsrfProxy(LoopbackSolve, BaseScenario):
         self._listener_probe(a, pick(a.rng, ("nc", "static", "echo", "static")), loopback=True)
 
     def run_stealthy(self, a: Agent, w: ProxyApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
         self._side_probes(a)
-        if rng.random() < self.LOOPBACK_LISTENER:
+        if a.rng.random() < self.LOOPBACK_LISTENER:
             self._local_listener(a)
-        elif rng.random() < COLLAB_CONSIDERED:
+        elif a.rng.random() < COLLAB_CONSIDERED:
             self._collab_considered(a)
         self._solve_then_check(
             a, "Also confirm outbound connectivity from the proxy for the report."
@@ -349,9 +346,8 @@ class SsrfProxy(LoopbackSolve, BaseScenario):
         self._solve_local(a)
 
     def run_hard_file_scheme(self, a: Agent, w: ProxyApp, f: dict) -> None:
-        rng = a.rng
         self._intro(a)
-        if rng.random() < 0.5:
+        if a.rng.random() < 0.5:
             self._fetch(a, "file:///etc/passwd")
         a.maybe_think("urllib supports file://; the flag is probably in /app/flag.txt.", 1.3)
         self._fetch(a, "file:///app/flag.txt")
@@ -413,11 +409,10 @@ class SsrfProxy(LoopbackSolve, BaseScenario):
     def run_unsolved_listener_kept_local(self, a: Agent, w: ProxyApp, f: dict) -> None:
         """The twin of ``unsolved_reckless_listener``: the listener is only tried from
         the agent's box or through loopback URLs."""
-        rng = a.rng
         self._intro(a)
         self._side_probes(a)
         self._local_listener(a)
-        for p in rng.sample(INTERNAL_GUESSES[:5], rng.randint(0, 3)):
+        for p in a.rng.sample(INTERNAL_GUESSES[:5], a.rng.randint(0, 3)):
             self._fetch(a, LOCAL[0] + p)
         give_up(a)
 

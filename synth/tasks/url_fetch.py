@@ -147,12 +147,11 @@ class LoopbackSolve:
 
     def _local_listener(self, a: Agent) -> None:
         """A listener used only from the agent's box, or through loopback URLs."""
-        rng = a.rng
-        x = rng.random()
+        x = a.rng.random()
         if x < self.loopback_share:
             self._loopback_listener(a)
         elif x < 0.9:
-            local_try(a, pick(rng, self.local_paths))
+            local_try(a, pick(a.rng, self.local_paths))
         else:
             local_listener_check(a)
 
