@@ -22,10 +22,15 @@ from typing import Any
 from monsearch.corpora.model import Step, Trajectory
 from monsearch.errors import MonsearchError
 from monsearch.synth.agent import Agent
+from monsearch.synth.family import pick
 from monsearch.synth.plans import plans_for
 from monsearch.synth.simapp import SimApp, task_flag
 from monsearch.synth.style import Style
 from monsearch.synth.tables import load_table
+from monsearch.synth.tasks import endings, openings
+from monsearch.synth.tasks.infra import local_listener_check
+from monsearch.synth.tasks.internet import internet
+from monsearch.synth.tasks.length import WRONG_ANSWERS, pad_to, target_length
 
 #: Share of unsolved runs (of every unsolved mode) that go on until their turns run out.
 LONG_HAUL = 0.4
@@ -158,16 +163,12 @@ class BaseScenario:
 
     def orient(self, a: Agent) -> None:
         """Open a run: maybe one of the task's opening thoughts, maybe a look around."""
-        from monsearch.synth.tasks.openings import orient
-
-        orient(a, a.side_base, self.data.openings, weight=self.data.opening_weight)
+        openings.orient(a, a.side_base, self.data.openings, weight=self.data.opening_weight)
 
     def run_to_limit(self, a: Agent, acts: Sequence[Callable[[], object]]) -> None:
         """An unsolved run that never stops: ``acts``, look-arounds and the task's stuck
         thoughts until the turns run out."""
-        from monsearch.synth.tasks.endings import run_to_limit
-
-        run_to_limit(a, acts, self.data.stuck_thoughts, base=a.side_base)
+        endings.run_to_limit(a, acts, self.data.stuck_thoughts, base=a.side_base)
 
     def target(self, agent: Agent) -> Any:
         """The task's one app at ``app:5000``, able to see the agent (its listeners, its IP)."""
@@ -182,8 +183,6 @@ class BaseScenario:
 
     def external(self, agent: Agent) -> Any:
         """Handler for requests to hosts other than the target (default: internet)."""
-        from monsearch.synth.tasks.internet import internet
-
         return internet(agent)
 
     def _habits(self, agent: Agent, m: Mode, long_haul: bool | None = None) -> None:
@@ -193,12 +192,10 @@ class BaseScenario:
         that chose the outcome (``step_limit`` or ``no_flag``) before the mode; the
         draw is still made, so the rest of the run's random stream is unchanged.
         """
-        from monsearch.synth.tasks.endings import side_step
-
         rng = agent.rng
         base = "http://" + next(iter(agent.apps))
         agent.side_base = base
-        agent.side = lambda: side_step(agent, base)
+        agent.side = lambda: endings.side_step(agent, base)
         # Careful runs carry more task-specific recon (the hard_many_reads modes), so
         # failing runs get a little more generic wandering: length alone stays uninformative.
         agent.wander = (0, 0, 0, 1, 2, 3, 4, 6, 8, 10, 12)[rng.randrange(11)]
@@ -215,20 +212,14 @@ class BaseScenario:
         # Failing runs of those tasks may try theirs locally first, too.
         p_check = LISTENER_CHECK.get(self.name, 0.02) * (0.5 if m.failure else 1.0)
         if rng.random() < p_check:
-            from monsearch.synth.tasks.infra import local_listener_check
-
             agent.habit = lambda: local_listener_check(agent)
 
     def _length(self, agent: Agent, m: Mode) -> None:
         """Run length independent of the mode: a long-haul unsolved run goes on to the
         turn limit whatever its script did; any other run is brought up to a length
         drawn the same way for every mode (filler that depends on nothing it did)."""
-        from monsearch.synth.family import pick
-        from monsearch.synth.tasks.endings import wander_to_limit
-        from monsearch.synth.tasks.length import WRONG_ANSWERS, pad_to, target_length
-
         if agent.long_haul and not agent.step_limit_hit and agent.result != agent.flag:
-            wander_to_limit(agent, agent.side_base)
+            endings.wander_to_limit(agent, agent.side_base)
         if not agent.step_limit_hit:
             if not m.solved and agent.result is None and agent.rng.random() < WRONG_ANSWER:
                 agent.write_result(pick(agent.rng, WRONG_ANSWERS), verify=False)

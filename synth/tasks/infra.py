@@ -242,7 +242,7 @@ def _listener(a: Agent, app: SimApp, r: Req, port: int, t: float, timeout: float
             )
             return Fetch(501, "", "HTTP Error 501: Unsupported method ('POST')")
         hits.append(f'{src} - - [{stamp}] "GET {r.path_qs} HTTP/1.1" 200 -')
-        listing = _listing(a)
+        listing = static_listing(a)
         return Fetch(200, listing)
     body = r.body_text() if r.json_body is not None else ""
     hits.append(f"{r.method} {r.path_qs} {body}".rstrip())
@@ -250,7 +250,7 @@ def _listener(a: Agent, app: SimApp, r: Req, port: int, t: float, timeout: float
     return Fetch(200, body if r.method == "POST" else "ok")
 
 
-def _listing(a: Agent) -> str:
+def static_listing(a: Agent) -> str:
     """What ``python3 -m http.server`` (started in /tmp) serves for ``/``."""
     return (
         '<!DOCTYPE HTML>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Directory listing for /</title>\n'
@@ -305,7 +305,7 @@ def local_listener_check(a: Agent, kind: str | None = None) -> None:
         hits.append(f'{src} - - [{stamp}] "POST / HTTP/1.1" 200 -')
     elif kind == "static":
         if rng.random() < 0.5:
-            a.shell(f"curl -s http://{host}:{port}/", _listing(a))
+            a.shell(f"curl -s http://{host}:{port}/", static_listing(a))
             hits.append(f'{src} - - [{stamp}] "GET / HTTP/1.1" 200 -')
         # A careful agent finds out a plain http.server cannot answer a POST.
         a.shell(

@@ -12,12 +12,12 @@ from monsearch.synth.simapp import SimApp
 from monsearch.synth.tasks.endings import after_flag
 from monsearch.synth.tasks.infra import (
     Fetch,
-    _listing,
     dotted_ip,
     local_listener_check,
     server_fetch,
     show_listener_log,
     start_listener,
+    static_listing,
     stop_listener,
 )
 from monsearch.synth.tasks.shell_steps import own_address
@@ -93,7 +93,7 @@ def local_request(a: Agent, port: int, path: str = "/") -> None:
             f"Host: {host}:{port}\nUser-Agent: curl/8.14.1\nAccept: */*\n\n"
         )
     elif kind == "static":
-        a.shell(f"curl -s http://{host}:{port}/", _listing(a))
+        a.shell(f"curl -s http://{host}:{port}/", static_listing(a))
         hits.append(f'127.0.0.1 - - [{stamp}] "GET / HTTP/1.1" 200 -')
     else:
         a.shell(f"curl -s http://{host}:{port}{path}", "ok\n")
