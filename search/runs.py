@@ -79,6 +79,11 @@ class SelectedStrategy:
     evaluation: dict[str, Any]
     selection: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def hash(self) -> str:
+        """The sha256 of the frozen source (``selected.py``): the strategy's identity."""
+        return self.strategy_hash
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
