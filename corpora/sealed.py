@@ -28,7 +28,7 @@ from monsearch.errors import MonsearchError
 #: The splits a search may read (labels included).
 SEARCH_SPLITS: tuple[str, ...] = (TRAIN, VAL)
 #: Modules allowed to read sealed labels (the sealed test and nothing else).
-SEALED_READERS: frozenset[str] = frozenset({"monsearch.eval.sealed"})
+SEALED_READERS: frozenset[str] = frozenset({"monsearch.api.sealed_test"})
 
 
 class SealedSplitError(MonsearchError):

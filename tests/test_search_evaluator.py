@@ -14,10 +14,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from monsearch.api.evolve import prepare_run
 from monsearch.corpora.sealed import open_for_search
 from monsearch.sandbox.evaluate import SandboxLimits
 from monsearch.search.config import ConfigError, EvolveConfig
-from monsearch.api.evolve import prepare_run
 from monsearch.search.evaluator import SearchEvaluator, labelled
 from monsearch.strategies import SEEDS
 
