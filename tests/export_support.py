@@ -153,8 +153,8 @@ def shared_setup(tmp_path_factory: Any) -> dict[str, Any]:
         return _SHARED
     import warnings
 
+    from monsearch.export import export
     from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
-    from monsearch.strategies.export import export
 
     root = tmp_path_factory.mktemp("export")
     corpus = small_corpus(root)

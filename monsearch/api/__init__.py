@@ -14,12 +14,16 @@ Each command of the CLI parses its options, calls one of these and prints the re
 
 from .corpus import default_corpus, load_corpus, resolve_corpus, run_corpus
 from .evolve import EvolveResult, evolve
+from .export import export
+from .sealed_test import test
 
 __all__ = [
     "EvolveResult",
     "default_corpus",
     "evolve",
+    "export",
     "load_corpus",
     "resolve_corpus",
     "run_corpus",
+    "test",
 ]
