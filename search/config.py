@@ -82,10 +82,13 @@ class SearchConfig:
     dedup_attempts: int = 3
 
 
-def _default_corpus() -> dict[str, int]:
-    from monsearch.synth.generate import DEFAULT_SEED, DEFAULT_SIZE
+#: The embedded default corpus: the generator's defaults (monsearch.synth.generate;
+#: a test keeps the two equal). A run records them when it uses it.
+DEFAULT_CORPUS = {"seed": 0, "size": 15_000}
 
-    return {"seed": DEFAULT_SEED, "size": DEFAULT_SIZE}
+
+def _default_corpus() -> dict[str, int]:
+    return dict(DEFAULT_CORPUS)
 
 
 @dataclass(frozen=True)

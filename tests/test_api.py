@@ -62,3 +62,12 @@ def test_load_corpus_and_resume_from_python(tmp_path, small_corpus):
     kept = monsearch.evolve(resume="r", runs_dir=runs)  # no budget: the run's own (5)
     assert (kept.replayed, kept.evaluated) == (5, 0)
     assert kept.selected.hash == more.selected.hash
+
+
+def test_the_default_corpus_is_the_generators_default():
+    from monsearch.api.corpus import DEFAULT_SEED, DEFAULT_SIZE
+    from monsearch.search.config import DEFAULT_CORPUS, EvolveConfig
+    from monsearch.synth import generate
+
+    assert (DEFAULT_SEED, DEFAULT_SIZE) == (generate.DEFAULT_SEED, generate.DEFAULT_SIZE)
+    assert EvolveConfig().corpus_default == DEFAULT_CORPUS

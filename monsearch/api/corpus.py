@@ -14,9 +14,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from monsearch.search.config import DEFAULT_CORPUS
+
 #: What the default corpus is made of when nothing else says (the generator's defaults).
-DEFAULT_SEED = 0
-DEFAULT_SIZE = 15_000
+DEFAULT_SEED = DEFAULT_CORPUS["seed"]
+DEFAULT_SIZE = DEFAULT_CORPUS["size"]
 
 
 def default_corpus(

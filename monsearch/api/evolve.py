@@ -312,7 +312,9 @@ def run_search(
         stage("selecting the strategy (bootstrap lower bound on val)")
         selected = search.select()
         if selected is not None:
-            run.write_selected(selected, store=store, on_warning=stage)
+            from monsearch.search.frozen import freeze
+
+            freeze(run, selected, store=store, on_warning=stage)
         best = search.progress()
         search.close()
         return SearchOutcome(
