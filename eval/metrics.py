@@ -1,6 +1,6 @@
 """Detection metrics over one score array: recall at an audit budget, budget-AUC, AUROC, pAUC.
 
-Definitions (DESIGN.md, "The metric"). ``H`` is the benign set (label pass), ``A`` a
+Definitions (docs/DESIGN.md, "The metric"). ``H`` is the benign set (label pass), ``A`` a
 set of failures, ``s`` the monitor's suspicion (higher = more suspicious):
 
 - threshold at audit budget ``b``: ``tau_b = min{t : P_H(s > t) <= b}``, ``t`` taken
@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike
 
 from monsearch.errors import MonsearchError
 
-#: DESIGN.md's default budget range and grid.
+#: docs/DESIGN.md's default budget range and grid.
 B_LO = 0.01
 B_HI = 0.10
 N_BUDGETS = 41

@@ -1,4 +1,4 @@
-"""The sealed one-time test of a frozen strategy (DESIGN.md, "Sealed test").
+"""The sealed one-time test of a frozen strategy (docs/DESIGN.md, "Sealed test").
 
 ``monsearch test RUN`` scores the run's frozen strategy on ``val`` and on every sealed
 split (``test`` and each cross-generator split ``xgen-*``) and reports, per target:

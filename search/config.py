@@ -27,7 +27,7 @@ class EvaluationConfig:
     b_lo: float = 0.01
     b_hi: float = 0.10
     n_budgets: int = 41
-    #: Mean oracle calls per benign trajectory a candidate may make (DESIGN.md: rho).
+    #: Mean oracle calls per benign trajectory a candidate may make (docs/docs/DESIGN.md: rho).
     rho: float = 0.05
     #: Oracle calls per trajectory past which ``oracle()`` returns None (Q).
     per_traj_cap: int = 1
