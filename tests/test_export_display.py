@@ -153,6 +153,7 @@ def test_readme_band_is_printed_for_reading(seed):
         "escalation_rate": 0.08,
         "usd_per_unit": 0.15,
     }
-    text = render_readme({**plugin.MONITOR, "escalation_band": band})
+    # The README's paragraphs are wrapped: read it with its line breaks as spaces.
+    text = " ".join(render_readme({**plugin.MONITOR, "escalation_band": band}).split())
     assert "in [31.2975, inf) to the judge panel" in text
     assert "31.297533599999998" not in text
