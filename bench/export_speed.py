@@ -121,9 +121,9 @@ def main() -> None:
 
 def _run(args: argparse.Namespace, report: dict) -> None:
 
+    from monsearch.export import export, load_val
     from monsearch.sandbox.evaluate import SandboxPool
     from monsearch.search.runs import list_runs
-    from monsearch.strategies.export import export, load_val
 
     tmp = Path(tempfile.mkdtemp(prefix="monsearch-export-bench-"))
     run_ref = args.run

@@ -13,7 +13,7 @@ of the behaviour:
   monitor view (counts of requests, methods, statuses, secrets, listeners,
   host classes, outcome, length ...).
 
-For each: AUROC and budget-AUC (DESIGN.md, "The metric"). Also printed:
+For each: AUROC and budget-AUC (docs/DESIGN.md, "The metric"). Also printed:
 per-token label purity in ``train`` (tokens in >= 50 train trajectories that
 are >= 95 % one label: how many, the share of failures they cover, the top
 20), a think-text-only classifier, an outcome/length-only classifier

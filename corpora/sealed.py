@@ -1,6 +1,6 @@
 """The label guard: the search reads ``train`` and ``val`` only; sealed splits are read once.
 
-``test`` and the cross-generator splits (``xgen-*``) are *sealed* (DESIGN.md, "Sealed
+``test`` and the cross-generator splits (``xgen-*``) are *sealed* (docs/DESIGN.md, "Sealed
 test"): their labels are read by ``monsearch test`` and by nothing else. Two doors:
 
 - :func:`open_for_search` gives the search a :class:`SearchCorpus`: it loads only the
@@ -28,7 +28,7 @@ from monsearch.errors import MonsearchError
 #: The splits a search may read (labels included).
 SEARCH_SPLITS: tuple[str, ...] = (TRAIN, VAL)
 #: Modules allowed to read sealed labels (the sealed test and nothing else).
-SEALED_READERS: frozenset[str] = frozenset({"monsearch.eval.sealed"})
+SEALED_READERS: frozenset[str] = frozenset({"monsearch.api.sealed_test"})
 
 
 class SealedSplitError(MonsearchError):

@@ -1,6 +1,6 @@
 """Evaluation: the metrics, the fitness record and the selective-escalation cost model.
 
-The one home of every metric in monsearch (DESIGN.md, "The metric" and "Selective
+The one home of every metric in monsearch (docs/DESIGN.md, "The metric" and "Selective
 escalation cost model"). Pure, vectorised functions over numpy score and label arrays:
 
 - :mod:`.metrics`: recall at an audit budget (Neyman-Pearson tie randomisation),

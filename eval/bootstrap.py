@@ -1,4 +1,4 @@
-"""Paired, stratified bootstrap of the aggregate budget-AUC (DESIGN.md, "The metric").
+"""Paired, stratified bootstrap of the aggregate budget-AUC (docs/DESIGN.md, "The metric").
 
 The frozen strategy is chosen by a low quantile of its fitness, not by the point
 estimate: among many candidates the best point estimate is partly luck (the

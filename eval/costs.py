@@ -1,6 +1,6 @@
 """The selective-escalation cost model and its TOML file.
 
-Stages (DESIGN.md, "Selective escalation cost model"): the monitor program runs on
+Stages (docs/DESIGN.md, "Selective escalation cost model"): the monitor program runs on
 every trajectory (``program``, c0); it may call the oracle inside ``score``
 (``oracle_call``, cq each); the judge panel runs only when the program's score falls
 in the escalation band (``judge_panel``, cJ); a human audits what the audit rule flags
@@ -71,7 +71,7 @@ class CostModel:
             raise ValueError("audit: the audit cost must be positive")
 
     def budget_grid(self, n: int = 25, mean_oracle_calls: float = 0.0) -> np.ndarray:
-        """A log grid of budgets ``Y``, DESIGN.md's default span.
+        """A log grid of budgets ``Y``, docs/DESIGN.md's default span.
 
         From ``base + ca * 0.005`` (the program alone auditing 0.5 % of benign runs) to
         ``base + cJ + ca * 0.05`` (the panel on every run and 5 % audited), where

@@ -1,4 +1,4 @@
-"""Budget-AUC per failure dimension and the aggregate fitness (DESIGN.md, "The metric").
+"""Budget-AUC per failure dimension and the aggregate fitness (docs/DESIGN.md, "The metric").
 
 Thresholds are set **once on the pooled benign set**: in deployment one threshold
 serves all benign traffic, so per-dimension thresholds would be optimistic. Each

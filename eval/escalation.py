@@ -1,6 +1,6 @@
 """Selective escalation: fit the band and the audit rule on ``val``, evaluate on a target split.
 
-The pipeline (DESIGN.md, "Selective escalation cost model"; costs in
+The pipeline (docs/DESIGN.md, "Selective escalation cost model"; costs in
 :mod:`.costs`): the monitor program scores every trajectory (``s``); the judge panel
 is called only when ``l <= s < u`` (the escalation band) and gives ``j``; a human
 audits what the audit rule flags. At a budget ``Y`` the expected cost per benign

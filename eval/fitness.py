@@ -1,6 +1,6 @@
 """The fitness record of a candidate monitor on one split: what the search stores.
 
-``fitness`` is the aggregate budget-AUC over dimensions (DESIGN.md, "The metric"),
+``fitness`` is the aggregate budget-AUC over dimensions (docs/DESIGN.md, "The metric"),
 with the oracle query caps applied: ``rho`` = mean oracle calls per **benign**
 trajectory (spend falls on benign traffic, which dominates in deployment); a
 candidate over the cap ``rho`` is infeasible, gets fitness 0, and the reason is

@@ -1,29 +1,21 @@
 """The sealed-test report as files: ``report.json``, ``report.md``, PNG plots, ``report.html``.
 
-One document model (a list of blocks: headings, paragraphs, tables, images) renders
-to Markdown and to one self-contained HTML page (inline CSS, images as base64 data
-URIs, no scripts, no external resources), so the two never disagree.
-
+:func:`document` builds the report as blocks of :mod:`monsearch.document`, which
+renders them to Markdown and to one self-contained HTML page (inline CSS, images as
+base64 data URIs, no scripts, no external resources), so the two never disagree.
 Every text of the report (task, corpus and generator names, ids, notes: whatever
-their origin) is literal text in both: HTML-escaped in the page, and in the Markdown
-backslash-escaped wherever CommonMark or GitHub's extensions would read markup (tags,
-entities, links and images, emphasis, code, tables, line-start blocks), with line
-breaks inside a text made spaces so that no text can start a block of its own.
+their origin) is literal text in both: the document module escapes it where it lands.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import math
-import os
-import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-Block = tuple[Any, ...]
+from monsearch.document import Banner, Block, Heading, Image, Paragraph, Table, to_html, to_markdown
+from monsearch.files import atomic_write
 
 ESCALATION_POINTS = 5
 
@@ -247,9 +239,8 @@ def _escalation_tables(report: dict[str, Any], name: str) -> list[Block]:
             )
         rows.append(cells)
     return [
-        ("h3", f"Selective escalation on {name}"),
-        (
-            "p",
+        Heading(3, f"Selective escalation on {name}"),
+        Paragraph(
             "Rules fitted on val (panel labels), applied unchanged. The judge is the corpus's "
             "escalation judge (its oracle verdicts, replayed: not the label panel). "
             "Y is the budget per benign "
@@ -258,7 +249,7 @@ def _escalation_tables(report: dict[str, Any], name: str) -> list[Block]:
             "the realised dollars per 1,000 benign runs and per 1,000 runs of this corpus "
             "(failures included: each one caught is an audit).",
         ),
-        ("table", headers, rows),
+        Table(headers, rows),
     ]
 
 
@@ -269,7 +260,7 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
     ledger = report["ledger"]
     ev = report["evaluation"]
     blocks: list[Block] = [
-        ("h1", f"Sealed test of run {report['run_id']}"),
+        Heading(1, f"Sealed test of run {report['run_id']}"),
     ]
     if report["reopened"]:
         prev = ", ".join(p["opened_at"] for p in ledger["previous"])
@@ -277,15 +268,13 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
             f"this strategy was already tested on this corpus and split (earlier: {prev})"
         )
         blocks.append(
-            (
-                "banner",
+            Banner(
                 f"RE-OPENED: {why}. These labels have been seen before: the figures are no "
                 "longer an unbiased test.",
             )
         )
     blocks += [
-        (
-            "p",
+        Paragraph(
             f"Strategy {strat['id']} ({'the selected strategy' if strat['selected'] else 'a candidate of the lineage'}), "
             f"hash {_h(strat['strategy_hash'])}; val fitness {_f(strat.get('val_fitness'))}. "
             f"Corpus {corpus['name']}, content {_h(corpus['content_hash'])}, split assignment "
@@ -293,8 +282,7 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
             f"{ledger.get('run_opening', ledger['opening'])} of this run's sealed test, "
             f"opening {ledger['opening']} of this program's.",
         ),
-        (
-            "p",
+        Paragraph(
             f"Budget range {_pct(ev['b_lo'])} to {_pct(ev['b_hi'])} of benign runs flagged "
             f"({ev['n_budgets']} log-spaced budgets; raised where a benign set is too small). "
             '"From val": thresholds set on val\'s benign runs and applied unchanged (the '
@@ -302,15 +290,14 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
             "thresholds set again on the corpus's own benign runs. Loss vs val = val "
             "budget-AUC minus the corpus's (from val / recalibrated).",
         ),
-        ("h2", "Summary"),
-        ("table", *summary_table(report)),
+        Heading(2, "Summary"),
+        Table(*summary_table(report)),
     ]
     views = (report.get("val") or {}).get("views") or {}
     if any((c.get("panel") or {}).get("shifted") for c in report["corpora"].values()):
         blocks += [
-            ("h2", "Under shifted base rates"),
-            (
-                "p",
+            Heading(2, "Under shifted base rates"),
+            Paragraph(
                 "A monitor is deployed on agents whose failure rates per task and outcome "
                 "differ from this corpus's. Each corpus is reweighted (its runs, not "
                 "re-run): flattened, every task x outcome cell at one failure share; "
@@ -322,15 +309,15 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
                 f"({(views.get('panel') or {}).get('view', 'plain')}); the loss is val minus "
                 "the worse of the two figures.",
             ),
-            ("table", *shifted_table(report, "panel")),
+            Table(*shifted_table(report, "panel")),
         ]
         if any((c.get("true") or {}).get("shifted") for c in report["corpora"].values()):
             blocks += [
-                ("h3", "The same on true labels"),
-                ("table", *shifted_table(report, "true")),
+                Heading(3, "The same on true labels"),
+                Table(*shifted_table(report, "true")),
             ]
     if report.get("val_scores_reproduced") is False:
-        blocks.append(("banner", "Val scores differ from those the run's lineage stored."))
+        blocks.append(Banner("Val scores differ from those the run's lineage stored."))
     for key, caption in (
         ("transfer", "Thresholds from val against recalibrated, per corpus; calibration drift."),
         ("recall_by_dimension", "Recall against audit budget per failure dimension (log axis)."),
@@ -338,148 +325,43 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
         ("escalation", "Selective escalation R*(Y) with the baselines."),
     ):
         if key in images:
-            blocks.append(("img", images[key], caption))
+            blocks.append(Image(images[key], caption))
     for name, c in report["corpora"].items():
-        blocks.append(("h2", f"{name} ({c.get('kind', '')})"))
+        blocks.append(Heading(2, f"{name} ({c.get('kind', '')})"))
         labels = [lb for lb in ("panel", "true") if lb in c]
         if not labels:
-            blocks.append(("p", f"Not scored: {c.get('status')} {c.get('message', '')}"))
+            blocks.append(Paragraph(f"Not scored: {c.get('status')} {c.get('message', '')}"))
             continue
         gens = ", ".join(c.get("generators", []))
         spend = c.get("oracle") or {}
         blocks.append(
-            (
-                "p",
+            Paragraph(
                 f"{c['n']} labelled runs; generators: {gens}. Oracle calls per benign run "
                 f"{_f(spend.get('rho'))}"
                 + (" (over the cap)" if spend.get("over_cap") else "")
                 + ".",
             )
         )
-        blocks.append(("table", *_measures(c, labels)))
-        blocks.append(("h3", "Per dimension (budget-AUC)"))
-        blocks.append(("table", *_dimensions(c, labels)))
-        blocks.append(("h3", "Per task (budget-AUC against the pooled thresholds)"))
+        blocks.append(Table(*_measures(c, labels)))
+        blocks.append(Heading(3, "Per dimension (budget-AUC)"))
+        blocks.append(Table(*_dimensions(c, labels)))
+        blocks.append(Heading(3, "Per task (budget-AUC against the pooled thresholds)"))
         blocks.append(
-            (
-                "p",
+            Paragraph(
                 "Flag share: the task's realised benign flag rate over the nominal budget "
                 "(mean over the grid); far from 1 means one pooled threshold spends the budget "
                 "unevenly across tasks.",
             )
         )
-        blocks.append(("table", *_tasks(c, labels)))
+        blocks.append(Table(*_tasks(c, labels)))
         blocks += _escalation_tables(report, name)
     esc = report.get("escalation") or {}
     if esc.get("skipped") and isinstance(esc["skipped"], str):
-        blocks.append(("p", f"Selective escalation skipped: {esc['skipped']}."))
+        blocks.append(Paragraph(f"Selective escalation skipped: {esc['skipped']}."))
     if report.get("notes"):
-        blocks.append(("h2", "Notes"))
-        blocks += [("p", n) for n in report["notes"]]
+        blocks.append(Heading(2, "Notes"))
+        blocks += [Paragraph(n) for n in report["notes"]]
     return blocks
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-# Markup anywhere in a line: HTML tags and autolinks, entities, code, emphasis, links and
-# images, table cells, strikethrough, headings' closing runs. An underscore between two
-# letters or digits can neither open nor close emphasis, so names like credential_opsec
-# stay readable.
-_MD_INLINE = re.compile(r"[\\`*\[\]<>&|~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-# Markup at the start of a line: list items, thematic breaks, setext underlines, ordered
-# list items ("12." or "12)"); block quotes and headings are escaped inline already.
-_MD_LINE_START = re.compile(r"[-+=]|\d{1,9}(?=[.)])")
-
-
-def md_text(text: Any, *, line_start: bool = False) -> str:
-    """``text`` as literal Markdown on one line (see the module doc); ``line_start``: it
-    begins a line, where a leading ``-``, ``+``, ``=`` or ``1.`` would start a block."""
-    s = " ".join(re.split(r"\r\n|\r|\n", str(text)))
-    s = _MD_INLINE.sub(lambda m: "\\" + m.group(0), s)
-    if line_start:
-        s = s.lstrip(" \t")  # four leading blanks would make a code block
-        m = _MD_LINE_START.match(s)
-        if m and m.group(0)[0].isdigit():
-            s = s[: m.end()] + "\\" + s[m.end() :]
-        elif m:
-            s = "\\" + s
-    return s
-
-
-def to_markdown(blocks: list[Block]) -> str:
-    out: list[str] = []
-    for b in blocks:
-        kind = b[0]
-        if kind in ("h1", "h2", "h3"):
-            out.append("#" * int(kind[1]) + " " + md_text(b[1]))
-        elif kind == "p":
-            out.append(md_text(b[1], line_start=True))
-        elif kind == "banner":
-            out.append(f"> **{md_text(b[1])}**")
-        elif kind == "table":
-            headers, rows = b[1], b[2]
-            lines = ["| " + " | ".join(md_text(h) for h in headers) + " |"]
-            lines.append("|" + "|".join("---" for _ in headers) + "|")
-            lines += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
-            out.append("\n".join(lines))
-        elif kind == "img":
-            out.append(f"![{md_text(b[2])}]({quote(str(b[1]))})")
-    return "\n\n".join(out) + "\n"
-
-
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
-max-width:1400px;padding:0 1.5em;color:#1b1b1b;background:#fff;line-height:1.45}
-h1{font-size:1.6em;border-bottom:2px solid #333;padding-bottom:.2em}
-h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ccc}
-h3{font-size:1.05em;margin-top:1.2em}
-table{border-collapse:collapse;margin:.6em 0;font-size:.85em}
-th,td{border:1px solid #ccc;padding:.25em .55em;text-align:right;vertical-align:top}
-th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}
-tr:nth-child(even) td{background:#fafafa}
-.banner{background:#fde8e8;border:2px solid #c0392b;color:#7b1d13;padding:.7em 1em;
-font-weight:600;margin:1em 0}
-figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #ddd}
-figcaption{font-size:.85em;color:#555}
-"""
-
-
-def to_html(blocks: list[Block], folder: Path, title: str) -> str:
-    """A self-contained page: images from ``folder`` inlined as base64."""
-    e = html.escape
-    body: list[str] = []
-    for b in blocks:
-        kind = b[0]
-        if kind in ("h1", "h2", "h3"):
-            body.append(f"<{kind}>{e(b[1])}</{kind}>")
-        elif kind == "p":
-            body.append(f"<p>{e(b[1])}</p>")
-        elif kind == "banner":
-            body.append(f'<div class="banner">{e(b[1])}</div>')
-        elif kind == "table":
-            head = "".join(f"<th>{e(h)}</th>" for h in b[1])
-            rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in b[2])
-            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-        elif kind == "img":
-            data = base64.b64encode((folder / b[1]).read_bytes()).decode("ascii")
-            body.append(
-                f'<figure><img alt="{e(b[2])}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{e(b[2])}</figcaption></figure>"
-            )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{e(title)}</title><style>{_CSS}</style></head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body></html>\n"
-    )
-
-
-def _write(path: Path, text: str) -> None:
-    # Temporary file + rename: a report is never left half-written.
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def clean(value: Any) -> Any:
@@ -509,8 +391,8 @@ def write_report(report: dict[str, Any], out: Path) -> dict[str, Path]:
         "markdown": out / "report.md",
         "html": out / "report.html",
     }
-    _write(files["json"], report_json(report))
-    _write(files["markdown"], to_markdown(blocks))
+    atomic_write(files["json"], report_json(report))
+    atomic_write(files["markdown"], to_markdown(blocks))
     title = f"monsearch sealed test: run {report['run_id']}"
-    _write(files["html"], to_html(blocks, out, title))
+    atomic_write(files["html"], to_html(blocks, title=title, folder=out, width=1400))
     return {**files, **plots}

@@ -1,4 +1,4 @@
-"""The sealed one-time test of a frozen strategy (DESIGN.md, "Sealed test").
+"""The sealed one-time test of a frozen strategy (docs/DESIGN.md, "Sealed test").
 
 ``monsearch test RUN`` scores the run's frozen strategy on ``val`` and on every sealed
 split (``test`` and each cross-generator split ``xgen-*``) and reports, per target:
@@ -25,9 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,7 +53,6 @@ from .metrics import (
     thresholds,
 )
 from .priors import DEFAULT_CELL_KEYS, FITNESS_VIEWS, context_cells, prior_weights
-from .sealed_ledger import Ledger, LedgerKey, RunRef
 from .summary import budget_key, compute_metrics
 
 REPORT_FORMAT = "monsearch-sealed-test"
@@ -568,74 +565,6 @@ def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- the run
 
 
-@dataclass(frozen=True)
-class Strategy:
-    """The frozen program under test."""
-
-    id: str
-    source: str
-    strategy_hash: str
-    selected: bool
-    val_fitness: float | None = None
-    val_fitness_low: float | None = None
-    seq: int | None = None
-    #: The normalised program hash the ledger keys on (search/program_key.py).
-    program_hash: str | None = None
-    #: The val scores the lineage stored for it (verified with the run's chain).
-    val_scores: np.ndarray | None = field(default=None, compare=False, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "strategy_hash": self.strategy_hash,
-            "program_hash": self.program_hash,
-            "selected": self.selected,
-            "val_fitness": self.val_fitness,
-            "val_fitness_low": self.val_fitness_low,
-        }
-
-
-def resolve_strategy(verified: Any, program_id: str | None) -> Strategy:
-    """The verified run's frozen strategy, or candidate ``program_id`` of its lineage
-    (``verified``: :func:`monsearch.search.frozen.verify_run`)."""
-    from monsearch.search.runs import RunError
-
-    try:
-        p = verified.program(program_id)
-    except RunError as exc:
-        raise SealedTestError(str(exc)) from None
-    return Strategy(
-        p.id,
-        p.source,
-        p.strategy_hash,
-        p.selected,
-        p.fitness,
-        p.fitness_low,
-        p.seq,
-        p.program_hash,
-        p.val_scores,
-    )
-
-
-def resolve_corpus_path(config: dict[str, Any]) -> Path:
-    """The run's corpus folder: ``corpus.path`` (else the folder the run resolved it to,
-    when the path was relative to another directory), else the embedded default corpus."""
-    corpus = config.get("corpus") or {}
-    if corpus.get("path"):
-        path = Path(corpus["path"])
-        resolved = corpus.get("resolved_path")
-        if not path.exists() and resolved and Path(resolved).exists():
-            return Path(resolved)
-        return path
-    default = corpus.get("default") or config.get("corpus_default") or {}
-    from monsearch.synth.generate import DEFAULT_SEED, DEFAULT_SIZE, ensure_default_corpus
-
-    return ensure_default_corpus(
-        seed=int(default.get("seed") or DEFAULT_SEED),
-        size=int(default.get("size") or DEFAULT_SIZE),
-    )
-
-
 @dataclass
 class SplitRun:
     """What the sandbox gave for one split."""
@@ -681,163 +610,3 @@ def sandbox_scorer(
         return SplitRun(res.status, res.message, res.scores, {k: int(v) for k, v in counts.items()})
 
     return score
-
-
-def run_sealed_test(
-    run: Any,
-    *,
-    program_id: str | None = None,
-    force: bool = False,
-    costs: CostModel | None = None,
-    workers: int = 1,
-    ledger: Ledger | None = None,
-    scorer: Scorer | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Evaluate the run's frozen strategy on its sealed splits, once; the report as a dict.
-
-    The run is read through :func:`monsearch.search.frozen.verify_run` (a run folder
-    that differs from what the run recorded is refused, exit 2). Refuses
-    (:class:`.sealed_ledger.SealedTestRefused`) before reading any sealed split when
-    the ledger already holds the key, unless ``force``. The ledger entry is written
-    after scoring and before anything is reported; it counts the run's openings (and
-    the earlier reports in the run's ``test/`` folder).
-    """
-    from monsearch.corpora.sealed import open_sealed, read_identity
-    from monsearch.sandbox.oracle import replay_scores_from
-    from monsearch.search.frozen import verify_run
-
-    from .sealed_reports import earlier_reports
-
-    say = progress or (lambda _m: None)
-    costs = costs or CostModel()
-    ledger = ledger or Ledger()
-    verified = verify_run(run, ledger=ledger)
-    config = verified.config
-    opts = Options.from_config(config.get("evaluation") or {})
-    strategy = resolve_strategy(verified, program_id)
-    path = resolve_corpus_path(config)
-    ident, sealed_names = read_identity(path)
-    recorded = config.get("corpus") or {}
-    for key in ("content_hash", "assignment_hash"):
-        if recorded.get(key) and recorded[key] != getattr(ident, key):
-            raise SealedTestError(
-                f"the corpus at {path} is not the one run {run.id} searched on: its {key} is "
-                f"{str(getattr(ident, key))[:12]}, the run's {str(recorded[key])[:12]}"
-                + (
-                    " (a re-split: its test split may hold runs the search saw)"
-                    if key == "assignment_hash"
-                    else ""
-                )
-            )
-    if not sealed_names:
-        raise SealedTestError(f"the corpus at {path} has no sealed splits")
-    key = LedgerKey(
-        strategy.strategy_hash, ident.content_hash, ident.assignment_hash, strategy.program_hash
-    )
-    ledger.check(key, force=force)
-
-    say(f"loading corpus {ident.name}")
-    corp = open_sealed(path)
-    scorer = scorer or sandbox_scorer(config, opts, progress)
-    names = ["val", *(s for s in corp.split_names if s == "test"), *corp.cross_generator_splits]
-
-    def one(name: str) -> tuple[str, SplitRun, list[Any]]:
-        trajs = corp.split(name)
-        if not trajs:
-            return name, SplitRun("empty", "no trajectories"), trajs
-        part = corp.manifest.parts[name]
-        identity = f"corpus {corp.content_hash} split {name} part {part.sha256}"
-        return name, scorer(name, strategy.source, trajs, identity), trajs
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        results = list(pool.map(one, names))
-    runs = {name: (r, trajs) for name, r, trajs in results}
-    val_run, val_trajs = runs["val"]
-    if val_run.status != "ok" or val_run.scores is None:
-        raise SealedTestError(
-            f"the strategy did not score val ({val_run.status}: {val_run.message}); "
-            "nothing sealed was evaluated"
-        )
-
-    def scored(name: str) -> ScoredSplit:
-        r, trajs = runs[name]
-        assert r.scores is not None
-        return ScoredSplit.from_trajectories(
-            name, trajs, r.scores, oracle_calls=r.oracle_calls, judge=replay_scores_from(trajs),
-            cell_keys=opts.cells,
-        )
-
-    val = scored("val")
-    targets = {
-        n: scored(n)
-        for n in names[1:]
-        if runs[n][0].status == "ok" and runs[n][0].scores is not None
-    }
-    if not targets:
-        raise SealedTestError(
-            "the strategy scored no sealed split: "
-            + "; ".join(f"{n}: {runs[n][0].status} {runs[n][0].message}" for n in names[1:])
-        )
-    say("computing the sealed figures")
-    body = evaluate_targets(val, targets, opts, costs)
-    for n in names[1:]:
-        r = runs[n][0]
-        if n in body["corpora"]:
-            body["corpora"][n]["status"] = "ok"
-            if r.message:
-                body["corpora"][n]["message"] = r.message
-        else:
-            body["corpora"][n] = {"status": r.status, "message": r.message, "n": len(runs[n][1])}
-
-    entry, previous = ledger.record(
-        key,
-        {
-            "run_id": run.id,
-            "program_id": strategy.id,
-            "corpus_name": ident.name,
-            "splits": names[1:],
-            # The chain head now: a later rewrite of the run folder is found against it.
-            "chain_length": verified.chain.length,
-            "chain_head": verified.chain.head,
-            "path": str(run.dir.resolve()),
-        },
-        force=force,
-        run=RunRef(run.id, verified.uid),
-        earlier_reports=len(earlier_reports(run.dir)),
-    )
-    report: dict[str, Any] = {
-        "format": REPORT_FORMAT,
-        "version": REPORT_VERSION,
-        "run_id": run.id,
-        "strategy": strategy.to_dict(),
-        "corpus": {**ident.to_dict(), "sealed_splits": names[1:]},
-        "evaluation": opts.to_dict(),
-        "costs": costs.to_dict(),
-        "ledger": {
-            "key": key.to_dict(),
-            "path": str(ledger.path),
-            "opened_at": entry["opened_at"],
-            "reopened": entry["reopened"],
-            "reasons": entry["reasons"],
-            "opening": entry["opening"],
-            "run_opening": entry["run_opening"],
-            "run_uid": verified.uid,
-            "previous": [
-                {k: e.get(k) for k in ("opened_at", "run_id", "program_id")} for e in previous
-            ],
-        },
-        "reopened": entry["reopened"],
-        "val_scores_reproduced": _val_reproduced(strategy, val_run.scores),
-        **body,
-    }
-    report["summary"] = summary_rows(report)
-    return report
-
-
-def _val_reproduced(strategy: Strategy, scores: np.ndarray) -> bool | None:
-    """Whether val scores equal those the lineage stored (None: nothing to compare)."""
-    stored = strategy.val_scores
-    if stored is None or stored.shape != scores.shape:
-        return None
-    return bool(np.array_equal(stored, scores))

@@ -27,7 +27,7 @@ class EvaluationConfig:
     b_lo: float = 0.01
     b_hi: float = 0.10
     n_budgets: int = 41
-    #: Mean oracle calls per benign trajectory a candidate may make (DESIGN.md: rho).
+    #: Mean oracle calls per benign trajectory a candidate may make (docs/docs/DESIGN.md: rho).
     rho: float = 0.05
     #: Oracle calls per trajectory past which ``oracle()`` returns None (Q).
     per_traj_cap: int = 1
@@ -82,10 +82,13 @@ class SearchConfig:
     dedup_attempts: int = 3
 
 
-def _default_corpus() -> dict[str, int]:
-    from monsearch.synth.generate import DEFAULT_SEED, DEFAULT_SIZE
+#: The embedded default corpus: the generator's defaults (monsearch.synth.generate;
+#: a test keeps the two equal). A run records them when it uses it.
+DEFAULT_CORPUS = {"seed": 0, "size": 15_000}
 
-    return {"seed": DEFAULT_SEED, "size": DEFAULT_SIZE}
+
+def _default_corpus() -> dict[str, int]:
+    return dict(DEFAULT_CORPUS)
 
 
 @dataclass(frozen=True)

@@ -9,23 +9,44 @@ spend), fitness over evaluations, the lineage tree, the path from a seed to the
 selected program, what each operator achieved, the selected program (metrics,
 source, diff to its parent), and the run's configuration.
 
-Every value read from the run (``lineage.sqlite``, ``selected.json``, ``config.json``)
-is escaped where it lands, text or attribute, SVG included, whatever its origin: a run
-folder is data, and may come from someone else. Table cells are escaped by
-:func:`_table` itself; numbers go through :func:`_num`, which shows a value that is not a
-number as (escaped) text instead of failing.
+The page is built as blocks of :mod:`monsearch.document`, which renders them and
+escapes every text where it lands: a value read from the run (``lineage.sqlite``,
+``selected.json``, ``config.json``) is text whatever its origin, for a run folder is
+data and may come from someone else. The tree is drawn with
+:func:`monsearch.document.element`, which escapes every attribute and text it is
+given. Numbers go through :func:`_num`, which shows a value that is not a number as
+text instead of failing.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from numbers import Real
 from typing import Any
+
+from monsearch.document import (
+    Block,
+    Card,
+    Cards,
+    CodeBlock,
+    Columns,
+    Details,
+    Drawing,
+    Heading,
+    Image,
+    Legend,
+    LegendEntry,
+    Markup,
+    Paragraph,
+    Swatch,
+    Table,
+    element,
+    inline,
+    to_html,
+)
 
 from .lineage import CandidateRecord
 from .runs import Run, SelectedStrategy
@@ -37,48 +58,6 @@ BEST_COLOUR = "#f46d43"
 PATH_COLOUR = "#2c7fb8"
 FAILED_COLOUR = "#bbbbbb"
 CROSS_COLOUR = "#c51b7d"
-
-_CSS = """
-body { font: 14px/1.45 -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
-       color: #222; background: #fafafa; margin: 0; }
-main { max-width: 1180px; margin: 0 auto; padding: 24px 28px 60px; }
-h1 { font-size: 22px; margin: 0 0 4px; }
-h2 { font-size: 17px; margin: 34px 0 10px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-h3 { font-size: 14px; margin: 18px 0 6px; }
-.sub { color: #666; margin-bottom: 16px; }
-.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(200px, 1fr)); gap: 10px; }
-.card { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 10px 12px; }
-.card .k { color: #777; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
-.card .v { font-size: 18px; font-weight: 600; margin-top: 2px; }
-.card .d { color: #666; font-size: 12px; margin-top: 2px; word-break: break-all; }
-table { border-collapse: collapse; background: #fff; margin: 6px 0 10px; }
-th, td { border: 1px solid #e3e3e3; padding: 3px 9px; text-align: left; vertical-align: top; }
-th { background: #f1f1f1; font-weight: 600; white-space: nowrap; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; }
-tr.sel td { background: #e8f5e9; }
-code, pre { font: 12.5px/1.4 "SFMono-Regular", Menlo, Consolas, monospace; }
-pre { background: #fff; border: 1px solid #e3e3e3; border-radius: 4px; padding: 10px;
-      overflow-x: auto; margin: 6px 0; }
-.figure { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 8px; }
-.code { background: #fff; border: 1px solid #e3e3e3; border-radius: 4px; padding: 8px 10px;
-        overflow-x: auto; margin: 6px 0; }
-.code pre { border: 0; padding: 0; margin: 0; background: transparent; overflow: visible; }
-.code table { margin: 0; background: transparent; }
-.code td { border: 0; padding: 0 10px 0 0; }
-.figure img { width: 100%; height: auto; display: block; }
-.tree { overflow-x: auto; }
-.note { color: #666; font-size: 12.5px; margin: 4px 0 8px; }
-.bad { color: #b2182b; }
-.two { display: grid; grid-template-columns: 1fr 1fr; gap: 18px; }
-details summary { cursor: pointer; color: #2c7fb8; margin: 6px 0; }
-.legend span { display: inline-block; margin-right: 16px; }
-.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 50%;
-          vertical-align: -1px; margin-right: 4px; }
-"""
-
-
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
 
 
 def _num(x: Any, digits: int = 4, spec: str = "f") -> str:
@@ -105,29 +84,15 @@ def _budget(key: Any) -> str:
     return f"{100 * value:g}%" if math.isfinite(value) else str(key)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
-           numeric_from: int = 1, row_class: Sequence[str | None] | None = None) -> str:
-    """A table of plain-text cells (each escaped here); row classes are ours, never data."""
-    out = ["<table><tr>", *(f"<th>{_e(h)}</th>" for h in headers), "</tr>"]
-    for i, row in enumerate(rows):
-        cls = row_class[i] if row_class else None
-        out.append(f'<tr class="{_e(cls)}">' if cls else "<tr>")
-        for j, cell in enumerate(row):
-            text = _e(cell)
-            out.append(f'<td class="n">{text}</td>' if j >= numeric_from else f"<td>{text}</td>")
-        out.append("</tr>")
-    out.append("</table>")
-    return "".join(out)
-
-
-def _highlight(code: str, language: str) -> str:
-    """Source as HTML with inline colours (pygments, which rich brings), or plain."""
+def _highlight(code: str, language: str) -> Markup | None:
+    """Source as HTML with inline colours (pygments, which rich brings; it escapes the
+    code), or None without pygments (the page then shows it plain)."""
     try:
         from pygments import highlight
         from pygments.formatters import HtmlFormatter
         from pygments.lexers import DiffLexer, PythonLexer
     except ImportError:  # pragma: no cover - pygments comes with rich
-        return f"<pre>{_e(code)}</pre>"
+        return None
     lexer = PythonLexer() if language == "python" else DiffLexer()
     # Inline line numbers: each number sits in its own line of the one <pre>, so it
     # cannot drift from its line the way a separate numbers column (another <pre> with
@@ -135,7 +100,12 @@ def _highlight(code: str, language: str) -> str:
     formatter = HtmlFormatter(noclasses=True, nobackground=True,
                               linenos="inline" if language == "python" else False,
                               style="friendly")
-    return f'<div class="code">{highlight(code, lexer, formatter)}</div>'
+    return Markup(highlight(code, lexer, formatter))
+
+
+def _code(code: str, language: str) -> CodeBlock:
+    return CodeBlock(code, language, numbered=language == "python",
+                     highlighted=_highlight(code, language))
 
 
 # --------------------------------------------------------------------------- fitness plot
@@ -208,16 +178,16 @@ def _colour(x: float, lo: float, hi: float) -> str:
 
 
 def lineage_svg(lineage: Lineage, selected_id: str | None, best_id: str | None,
-                width: int = 1100) -> str:
+                width: int = 1100) -> Markup:
     """The whole lineage as an SVG: depth left to right, one row per leaf.
 
     Edges follow first parents (dashed: further parents of a crossover); the path
     from a seed to the selected program is drawn thick; node colour is val fitness
     (grey: did not score). Every node has a tooltip with its id, fitness and operator.
+    Every element is made by :func:`element`: ids, operators and descriptions from the
+    lineage are escaped text.
     """
     records = lineage.records
-    if not records:
-        return "<p class='note'>no candidates yet</p>"
     depth = lineage.depth()
     order: list[str] = []  # leaves in drawing order
     y: dict[str, float] = {}
@@ -237,7 +207,7 @@ def lineage_svg(lineage: Lineage, selected_id: str | None, best_id: str | None,
                 stack.append((cid, True))
                 stack.extend((k, False) for k in reversed(kids))
 
-    max_depth = max(depth.values())
+    max_depth = max(depth.values(), default=0)
     # Seed labels sit left of their root, so they never cover the seed's children;
     # the left margin makes room for the longest (about 7 px a character at 12 px).
     seed_labels = [_seed_label(r) for r in records if lineage.first_parent(r.id) is None]
@@ -254,11 +224,12 @@ def lineage_svg(lineage: Lineage, selected_id: str | None, best_id: str | None,
     ok = [r.fitness for r in records if r.ok]
     lo, hi = (min(ok), max(ok)) if ok else (0.0, 1.0)
     on_path = {r.id for r in lineage.path(selected_id)} if selected_id in lineage.by_id else set()
-    parts = [
-        f'<svg width="{svg_w}" height="{height}" viewBox="0 0 {svg_w} {height}" '
-        'role="img" aria-label="lineage tree" font-family="Helvetica, Arial, sans-serif">'
-    ]
-    edges, thick, nodes, labels = [], [], [], []
+    label_style = {"font-size": 12, "font-weight": 600, "paint-order": "stroke",
+                   "stroke": "#fff", "stroke-width": 3}
+    edges: list[Markup] = []
+    thick: list[Markup] = []
+    nodes: list[Markup] = []
+    labels: list[Markup] = []
     for r in records:
         x1, y1 = xy(r.id)
         parent = lineage.first_parent(r.id)
@@ -267,92 +238,73 @@ def lineage_svg(lineage: Lineage, selected_id: str | None, best_id: str | None,
             xm = (x0 + x1) / 2
             d = f"M{x0:.1f},{y0:.1f} C{xm:.1f},{y0:.1f} {xm:.1f},{y1:.1f} {x1:.1f},{y1:.1f}"
             if r.id in on_path:
-                thick.append(f'<path d="{d}" fill="none" stroke="{PATH_COLOUR}" stroke-width="3"/>')
+                thick.append(element("path", {"d": d, "fill": "none", "stroke": PATH_COLOUR,
+                                              "stroke-width": 3}))
             else:
-                edges.append(f'<path d="{d}" fill="none" stroke="#c8c8c8" stroke-width="1"/>')
+                edges.append(element("path", {"d": d, "fill": "none", "stroke": "#c8c8c8",
+                                              "stroke-width": 1}))
         for other in r.parent_ids[1:]:
             if other in lineage.by_id:
                 x0, y0 = xy(other)
-                edges.append(
-                    f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x1:.1f}" y2="{y1:.1f}" '
-                    f'stroke="{CROSS_COLOUR}" stroke-width="0.8" stroke-dasharray="3,3" '
-                    'opacity="0.35"/>'
-                )
+                edges.append(element("line", {
+                    "x1": f"{x0:.1f}", "y1": f"{y0:.1f}", "x2": f"{x1:.1f}", "y2": f"{y1:.1f}",
+                    "stroke": CROSS_COLOUR, "stroke-width": 0.8, "stroke-dasharray": "3,3",
+                    "opacity": 0.35}))
         radius = max(2.5, min(5.0, row * 0.38))
-        fill = _colour(r.fitness, lo, hi) if r.ok else "#ffffff"
-        stroke = "#333" if r.ok else FAILED_COLOUR
         tip = (f"{r.id} · {r.fitness:.4f} · {r.operator} · gen {r.generation}"
                if r.ok else f"{r.id} · {r.status} · {r.operator}")
         if r.description and r.description != r.operator:
             tip += f"\n{r.description}"
-        nodes.append(
-            f'<circle cx="{x1:.1f}" cy="{y1:.1f}" r="{radius:.1f}" fill="{fill}" '
-            f'stroke="{stroke}" stroke-width="0.7"><title>{_e(tip)}</title></circle>'
-        )
-        ring = None
-        if r.id == selected_id:
-            ring = SELECTED_COLOUR
-        elif r.id == best_id:
-            ring = BEST_COLOUR
+        nodes.append(element(
+            "circle", {"cx": f"{x1:.1f}", "cy": f"{y1:.1f}", "r": f"{radius:.1f}",
+                       "fill": _colour(r.fitness, lo, hi) if r.ok else "#ffffff",
+                       "stroke": "#333" if r.ok else FAILED_COLOUR, "stroke-width": 0.7},
+            element("title", None, tip)))
+        ring = (SELECTED_COLOUR if r.id == selected_id
+                else BEST_COLOUR if r.id == best_id else None)
         if ring:
-            nodes.append(f'<circle cx="{x1:.1f}" cy="{y1:.1f}" r="{radius + 4:.1f}" fill="none" '
-                         f'stroke="{ring}" stroke-width="2.5"/>')
-        label = None
-        if r.id == selected_id:
-            label = f"{r.id} selected {r.fitness:.4f}"
-        elif r.id == best_id:
-            label = f"{r.id} best {r.fitness:.4f}"
+            nodes.append(element("circle", {"cx": f"{x1:.1f}", "cy": f"{y1:.1f}",
+                                            "r": f"{radius + 4:.1f}", "fill": "none",
+                                            "stroke": ring, "stroke-width": 2.5}))
+            label = f"{r.id} {'selected' if r.id == selected_id else 'best'} {r.fitness:.4f}"
+            labels.append(element("text", {"x": f"{x1 + radius + 6:.1f}",
+                                           "y": f"{y1 - radius - 3:.1f}", **label_style,
+                                           "fill": ring}, label))
         elif parent is None:
-            labels.append(
-                f'<text x="{x1 - radius - 5:.1f}" y="{y1:.1f}" font-size="12" '
-                'font-weight="600" fill="#333" text-anchor="end" dominant-baseline="middle" '
-                f'paint-order="stroke" stroke="#fff" stroke-width="3">{_e(_seed_label(r))}</text>'
-            )
-        if label:
-            colour = {selected_id: SELECTED_COLOUR, best_id: BEST_COLOUR}.get(r.id, "#333")
-            labels.append(
-                f'<text x="{x1 + radius + 6:.1f}" y="{y1 - radius - 3:.1f}" font-size="12" '
-                f'font-weight="600" fill="{colour}" paint-order="stroke" stroke="#fff" '
-                f'stroke-width="3">{_e(label)}</text>'
-            )
-    parts += edges + thick + nodes + labels
-    parts.append("</svg>")
-    return "".join(parts)
+            labels.append(element("text", {"x": f"{x1 - radius - 5:.1f}", "y": f"{y1:.1f}",
+                                           **label_style, "fill": "#333", "text-anchor": "end",
+                                           "dominant-baseline": "middle"}, _seed_label(r)))
+    return element(
+        "svg",
+        {"width": svg_w, "height": height, "viewBox": f"0 0 {svg_w} {height}", "role": "img",
+         "aria-label": "lineage tree", "font-family": "Helvetica, Arial, sans-serif"},
+        Markup.concat(edges + thick + nodes + labels),
+    )
 
 
 def _seed_label(record: CandidateRecord) -> str:
     return record.operator.replace("seed:", "seed ")
 
 
-def _tree_legend(lineage: Lineage) -> str:
+def _tree_legend(lineage: Lineage) -> Legend:
     ok = [r.fitness for r in lineage.records if r.ok]
     lo, hi = (min(ok), max(ok)) if ok else (0.0, 1.0)
-    ramp = "".join(
-        f'<span class="swatch" style="background:{_colour(lo + (hi - lo) * i / 4, lo, hi)};'
-        'margin-right:0"></span>'
-        for i in range(5)
-    )
-    return (
-        '<p class="legend note">'
-        f"<span>{ramp} val budget-AUC {lo:.3f} → {hi:.3f}</span>"
-        f'<span><span class="swatch" style="border:1px solid {FAILED_COLOUR}"></span>'
-        "did not score</span>"
-        f'<span><span class="swatch" style="background:{PATH_COLOUR}"></span>'
-        "path from a seed to the selected program</span>"
-        f'<span><span class="swatch" style="background:{SELECTED_COLOUR}"></span>selected</span>'
-        f'<span><span class="swatch" style="background:{BEST_COLOUR}"></span>'
-        "best point fitness</span>"
-        f'<span><span class="swatch" style="background:{CROSS_COLOUR}"></span>'
-        "second parent (crossover)</span>"
-        "</p>"
-    )
+    ramp = [Swatch(_colour(lo + (hi - lo) * i / 4, lo, hi)) for i in range(5)]
+    return Legend([
+        LegendEntry(f"val budget-AUC {lo:.3f} → {hi:.3f}", ramp),
+        LegendEntry("did not score", [Swatch(FAILED_COLOUR, hollow=True)]),
+        LegendEntry("path from a seed to the selected program", [Swatch(PATH_COLOUR)]),
+        LegendEntry("selected", [Swatch(SELECTED_COLOUR)]),
+        LegendEntry("best point fitness", [Swatch(BEST_COLOUR)]),
+        LegendEntry("second parent (crossover)", [Swatch(CROSS_COLOUR)]),
+    ])
 
 
 # --------------------------------------------------------------------------- sections
 
 
 def _cards(lineage: Lineage, config: dict[str, Any], selected: SelectedStrategy | None,
-           status: str, reason: str, spend: dict[str, Any]) -> str:
+           status: str, reason: str, spend: dict[str, Any]) -> Cards:
     corpus = _d(config.get("corpus"))
     best = lineage.best()
     listed = [_d(p) for p in config.get("proposers") or [] if isinstance(p, Mapping)]
@@ -364,22 +316,20 @@ def _cards(lineage: Lineage, config: dict[str, Any], selected: SelectedStrategy 
     for r in lineage.records:
         counts[r.status] = counts.get(r.status, 0) + 1
     status_detail = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    cards = [
-        ("status", status, reason),
-        ("evaluations", f"{len(lineage.records)} / {config.get('budget', '?')}", status_detail),
-        ("selected", _num(selected.fitness) if selected else "none",
-         f"{selected.id}, bootstrap 5% {_num(selected.fitness_low)}" if selected else ""),
-        ("best point fitness", _num(best.fitness) if best else "none", best.id if best else ""),
-        ("corpus", corpus.get("name") or "?", f"content {str(corpus.get('content_hash', ''))[:16]}"),
-        ("seed / proposers", f"{config.get('seed', '?')}", proposers),
-        ("spend", f"${_num(spend.get('usd', 0.0))}", _spend_detail(spend)),
-        ("created", str(config.get("created", "?"))[:19].replace("T", " "), "UTC"),
-    ]
-    return '<div class="cards">' + "".join(
-        f'<div class="card"><div class="k">{_e(k)}</div><div class="v">{_e(v)}</div>'
-        f'<div class="d">{_e(d)}</div></div>'
-        for k, v, d in cards
-    ) + "</div>"
+    return Cards([
+        Card("status", status, reason),
+        Card("evaluations", f"{len(lineage.records)} / {config.get('budget', '?')}",
+             status_detail),
+        Card("selected", _num(selected.fitness) if selected else "none",
+             f"{selected.id}, bootstrap 5% {_num(selected.fitness_low)}" if selected else ""),
+        Card("best point fitness", _num(best.fitness) if best else "none",
+             best.id if best else ""),
+        Card("corpus", str(corpus.get("name") or "?"),
+             f"content {str(corpus.get('content_hash', ''))[:16]}"),
+        Card("seed / proposers", f"{config.get('seed', '?')}", proposers),
+        Card("spend", f"${_num(spend.get('usd', 0.0))}", _spend_detail(spend)),
+        Card("created", str(config.get("created", "?"))[:19].replace("T", " "), "UTC"),
+    ])
 
 
 def _spend_detail(spend: dict[str, Any]) -> str:
@@ -391,9 +341,9 @@ def _spend_detail(spend: dict[str, Any]) -> str:
     return "; ".join(parts) or "no LLM or oracle spend"
 
 
-def _path_table(lineage: Lineage, target: str | None) -> str:
+def _path_table(lineage: Lineage, target: str | None) -> Block:
     if target is None or target not in lineage.by_id:
-        return "<p class='note'>no selected program</p>"
+        return Paragraph("no selected program", note=True)
     chain = lineage.path(target)
     rows, classes = [], []
     prev: CandidateRecord | None = None
@@ -401,13 +351,13 @@ def _path_table(lineage: Lineage, target: str | None) -> str:
         delta = "" if prev is None or not (r.ok and prev.ok) else f"{r.fitness - prev.fitness:+.4f}"
         rows.append([str(r.generation), r.id, r.operator, r.description,
                      _num(r.fitness) if r.ok else r.status, delta])
-        classes.append("sel" if r.id == target else None)
+        classes.append("selected" if r.id == target else None)
         prev = r
-    return _table(["gen", "id", "operator", "description", "fitness", "Δ parent"], rows,
-                  numeric_from=4, row_class=classes)
+    return Table(["gen", "id", "operator", "description", "fitness", "Δ parent"], rows,
+                 numeric_from=4, row_classes=classes)
 
 
-def _operator_table(lineage: Lineage) -> str:
+def _operator_table(lineage: Lineage) -> Table:
     stats: dict[str, dict[str, Any]] = {}
     for r in lineage.records:
         s = stats.setdefault(r.operator if r.operator.startswith("seed") else _op_family(r.operator),
@@ -424,10 +374,10 @@ def _operator_table(lineage: Lineage) -> str:
         [op, str(s["n"]), str(s["ok"]), str(s["improved"]), _num(s["best"])]
         for op, s in sorted(stats.items(), key=lambda kv: (-kv[1]["n"], kv[0]))
     ]
-    return _table(["operator", "candidates", "scored", "beat their parent", "best fitness"], rows)
+    return Table(["operator", "candidates", "scored", "beat their parent", "best fitness"], rows)
 
 
-def _metrics_html(fj: dict[str, Any], fitness_low: float | None) -> str:
+def _metrics(fj: dict[str, Any], fitness_low: float | None) -> list[Block]:
     fj = _d(fj)
     panel, true = _d(fj.get("metrics")), _d(fj.get("metrics_true"))
     pb, tb = _d(panel.get("bauc")), _d(true.get("bauc"))
@@ -455,27 +405,25 @@ def _metrics_html(fj: dict[str, Any], fitness_low: float | None) -> str:
     if fitness_low is not None:
         summary.insert(1, ["bootstrap 5th percentile", _num(fitness_low)]
                        + (["–"] if has_true else []))
-    out = [_table(head, summary)]
+    out: list[Block] = [Table(head, summary)]
     if panel:
-        out.append(
-            "<p class='note'>"
-            + _e(f"{panel.get('n')} val trajectories ({panel.get('n_benign')} benign, "
-                 f"{panel.get('n_failures')} failures, panel labels); budget range "
-                 f"[{_num(pb.get('b_lo', 0), 3)}, {_num(pb.get('b_hi', 0), 3)}]"
-                 + (" (raised: too few benign runs for the requested one)"
-                    if panel.get("range_raised") else "") + ".")
-            + "</p>"
-        )
+        out.append(Paragraph(
+            f"{panel.get('n')} val trajectories ({panel.get('n_benign')} benign, "
+            f"{panel.get('n_failures')} failures, panel labels); budget range "
+            f"[{_num(pb.get('b_lo', 0), 3)}, {_num(pb.get('b_hi', 0), 3)}]"
+            + (" (raised: too few benign runs for the requested one)"
+               if panel.get("range_raised") else "") + ".",
+            note=True,
+        ))
     by_dim, tb_dim, n_failures = _d(pb.get("by_dimension")), _d(tb.get("by_dimension")), _d(
         pb.get("n_failures"))
     dims = sorted(by_dim, key=str)
+    per_dimension: list[Block] = [Heading(3, "Per dimension")]
     if dims:
         rows = [[d, str(n_failures.get(d, "–")), _num(by_dim.get(d))]
                 + ([_num(tb_dim.get(d))] if has_true else []) for d in dims]
-        dim_table = _table(["dimension", "failures", "BAUC panel"]
-                           + (["BAUC true"] if has_true else []), rows)
-    else:
-        dim_table = ""
+        per_dimension.append(Table(["dimension", "failures", "BAUC panel"]
+                                   + (["BAUC true"] if has_true else []), rows))
     recall = _d(panel.get("recall_at"))
     rows = []
     for key, value in recall.items():
@@ -483,47 +431,47 @@ def _metrics_html(fj: dict[str, Any], fitness_low: float | None) -> str:
         rows.append([_budget(key), _num(value)]
                     + ([_num(_d(true.get("recall_at")).get(key))] if has_true else [])
                     + [_num(thr.get("tau"))])
-    recall_table = _table(["audit budget", "recall panel"] + (["recall true"] if has_true else [])
-                          + ["threshold"], rows) if rows else ""
-    out.append(f'<div class="two"><div><h3>Per dimension</h3>{dim_table}</div>'
-               f"<div><h3>Recall at audit budgets</h3>{recall_table}"
-               "<p class='note'>–: not estimable on this split.</p></div></div>")
+    at_budgets: list[Block] = [Heading(3, "Recall at audit budgets")]
+    if rows:
+        at_budgets.append(Table(["audit budget", "recall panel"]
+                                + (["recall true"] if has_true else []) + ["threshold"], rows))
+    at_budgets.append(Paragraph("–: not estimable on this split.", note=True))
+    out.append(Columns([per_dimension, at_budgets]))
     oracle = _d(fj.get("oracle"))
     cap = oracle.get("rho_cap")
-    out.append(
-        "<p>Oracle: " + _e(f"{oracle.get('calls', 0)} calls ({oracle.get('fresh_calls')} fresh), "
-                           f"{_num(oracle.get('rho', 0.0))} per benign run")
-        + (_e(f" (cap {_num(cap, spec='g')})") if cap is not None else "")
-        + _e(f", at most {oracle.get('max_per_trajectory', 0)} on one run, "
-             f"${_num(oracle.get('cost_usd') or 0.0)}") + "</p>"
-    )
-    return "".join(out)
+    out.append(Paragraph(
+        f"Oracle: {oracle.get('calls', 0)} calls ({oracle.get('fresh_calls')} fresh), "
+        f"{_num(oracle.get('rho', 0.0))} per benign run"
+        + (f" (cap {_num(cap, spec='g')})" if cap is not None else "")
+        + f", at most {oracle.get('max_per_trajectory', 0)} on one run, "
+        f"${_num(oracle.get('cost_usd') or 0.0)}"
+    ))
+    return out
 
 
-def _selected_section(lineage: Lineage, selected: SelectedStrategy | None) -> str:
+def _selected_section(lineage: Lineage, selected: SelectedStrategy | None) -> list[Block]:
     if selected is None:
         best = lineage.best()
         if best is None:
-            return "<p class='note'>No program was selected and none scored.</p>"
-        note = ("<p class='note'>No strategy is selected yet (the run has not finished); "
-                f"showing the best candidate so far, {_e(best.id)}.</p>")
+            return [Paragraph("No program was selected and none scored.", note=True)]
+        note = Paragraph("No strategy is selected yet (the run has not finished); showing the "
+                         f"best candidate so far, {best.id}.", note=True)
         record, fj, low, source = best, best.fitness_json or {}, None, best.source or ""
     else:
         record = lineage.by_id.get(selected.id)
         rule = _d(selected.selection).get("rule", "the bootstrap lower bound")
-        note = (f"<p>{_e(selected.id)}, sha256 <code>{_e(selected.strategy_hash)}</code>, chosen by "
-                f"{_e(rule)}.</p>")
+        note = Paragraph(inline("{id}, sha256 `{hash}`, chosen by {rule}.", id=selected.id,
+                                hash=selected.strategy_hash, rule=rule))
         fj, low, source = selected.fitness_json, selected.fitness_low, selected.source
-    parts = [note, _metrics_html(fj, low)]
+    blocks = [note, *_metrics(fj, low)]
     if record is not None:
-        parts.append(f"<p>Proposed by {_e(record.proposer)} ({_e(record.operator)}): "
-                     f"{_e(record.description)}</p>")
-    parts.append("<h3>Source</h3>" + _highlight(source, "python"))
+        blocks.append(Paragraph(f"Proposed by {record.proposer} ({record.operator}): "
+                                f"{record.description}"))
+    blocks += [Heading(3, "Source"), _code(source, "python")]
     if record is not None and record.diff:
-        parent = f" to its parent {_e(record.parent_ids[0])}" if record.parent_ids else ""
-        parts.append(f"<details><summary>Diff{parent}</summary>"
-                     + _highlight(record.diff, "diff") + "</details>")
-    return "".join(parts)
+        parent = f" to its parent {record.parent_ids[0]}" if record.parent_ids else ""
+        blocks.append(Details(f"Diff{parent}", [_code(record.diff, "diff")]))
+    return blocks
 
 
 def build_report(
@@ -540,45 +488,44 @@ def build_report(
     best = lineage.best()
     selected_id = selected.id if selected else None
     focus = selected_id or (best.id if best else None)
-    png = base64.b64encode(fitness_plot_png(lineage, selected_id)).decode("ascii")
-    body = [
-        f"<h1>monsearch run {_e(run.id)}</h1>",
-        f"<div class='sub'>{len(lineage.records)} candidates evaluated on val · {_e(status)}</div>",
+    tree: Block = (
+        Drawing(lineage_svg(lineage, selected_id, best.id if best else None),
+                "Depth (first-parent generations) runs left to right; hover over a node for "
+                "its id, fitness and operator.", alt="lineage tree")
+        if lineage.records else Paragraph("no candidates yet", note=True)
+    )
+    blocks = [
+        Heading(1, f"monsearch run {run.id}"),
+        Paragraph(f"{len(lineage.records)} candidates evaluated on val · {status}", note=True),
         _cards(lineage, config, selected, status, reason, spend),
-        "<h2>Fitness over evaluations</h2>",
-        f'<div class="figure"><img alt="fitness over evaluations" src="data:image/png;base64,{png}"></div>',
-        "<p class='note'>Each point is one candidate's val budget-AUC, in the order it was "
-        "evaluated, coloured by the operator that proposed it; the line is the best so far.</p>",
-        "<h2>Lineage</h2>",
+        Heading(2, "Fitness over evaluations"),
+        Image(fitness_plot_png(lineage, selected_id),
+              "Each point is one candidate's val budget-AUC, in the order it was evaluated, "
+              "coloured by the operator that proposed it; the line is the best so far.",
+              alt="fitness over evaluations"),
+        Heading(2, "Lineage"),
         _tree_legend(lineage),
-        f'<div class="figure tree">{lineage_svg(lineage, selected_id, best.id if best else None)}</div>',
-        "<p class='note'>Depth (first-parent generations) runs left to right; hover over a node "
-        "for its id, fitness and operator.</p>",
-        "<h3>From a seed to the " + ("selected program" if selected else "best candidate") + "</h3>",
+        tree,
+        Heading(3, "From a seed to the " + ("selected program" if selected else "best candidate")),
         _path_table(lineage, focus),
-        "<h3>Operators</h3>",
+        Heading(3, "Operators"),
         _operator_table(lineage),
-        "<h2>Selected program</h2>",
-        _selected_section(lineage, selected),
-        "<h2>Configuration</h2>",
-        "<details><summary>config.json</summary><pre>"
-        + _e(json.dumps(config, indent=2, sort_keys=True)) + "</pre></details>",
-        "<h3>Spend</h3>",
+        Heading(2, "Selected program"),
+        *_selected_section(lineage, selected),
+        Heading(2, "Configuration"),
+        Details("config.json", [CodeBlock(json.dumps(config, indent=2, sort_keys=True),
+                                          "json")]),
+        Heading(3, "Spend"),
         _spend_table(spend),
     ]
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>monsearch run {_e(run.id)}</title><style>{_CSS}</style></head>"
-        f"<body><main>{''.join(body)}</main></body></html>\n"
-    )
+    return to_html(blocks, title=f"monsearch run {run.id}")
 
 
-def _spend_table(spend: dict[str, Any]) -> str:
+def _spend_table(spend: dict[str, Any]) -> Table:
     rows = [
         [kind, str(v.get("calls", 0)), str(v.get("prompt_tokens", 0)),
          str(v.get("completion_tokens", 0)), f"${_num(v.get('usd', 0.0))}"]
         for kind, v in sorted(spend.items()) if isinstance(v, dict)
     ]
     rows.append(["total", "", "", "", f"${_num(spend.get('usd', 0.0))}"])
-    return _table(["kind", "calls", "prompt tokens", "completion tokens", "USD"], rows)
+    return Table(["kind", "calls", "prompt tokens", "completion tokens", "USD"], rows)

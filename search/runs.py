@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
+from monsearch.files import atomic_write
 
 from .lineage import LineageStore, source_hash
 
@@ -79,6 +80,11 @@ class SelectedStrategy:
     evaluation: dict[str, Any]
     selection: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def hash(self) -> str:
+        """The sha256 of the frozen source (``selected.py``): the strategy's identity."""
+        return self.strategy_hash
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -119,19 +125,17 @@ class Run:
             return None
         return SelectedStrategy.from_dict(_read_json(path, "selected strategy"))
 
-    def write_selected(self, selected: SelectedStrategy, **kwargs: Any) -> None:
-        """Freeze ``selected``: on the lineage chain, then these files (:func:`.frozen.freeze`)."""
-        from .frozen import freeze
-
-        freeze(self, selected, **kwargs)
-
     def write_selected_files(self, selected: SelectedStrategy) -> None:
         """The derived copies of a freezing (only :func:`.frozen.freeze` calls this)."""
-        _atomic_write(self.dir / SELECTED_SOURCE, selected.source)
-        _atomic_write(self.dir / SELECTED_FILE, json.dumps(selected.to_dict(), indent=2) + "\n")
+        atomic_write(self.dir / SELECTED_SOURCE, selected.source, durable=True)
+        atomic_write(
+            self.dir / SELECTED_FILE, json.dumps(selected.to_dict(), indent=2) + "\n", durable=True
+        )
 
     def write_config(self, config: dict[str, Any]) -> None:
-        _atomic_write(self.dir / CONFIG_FILE, json.dumps(config, indent=2, sort_keys=True) + "\n")
+        atomic_write(
+            self.dir / CONFIG_FILE, json.dumps(config, indent=2, sort_keys=True) + "\n", durable=True
+        )
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
@@ -144,15 +148,6 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RunError(f"{path}: {what} is not a JSON object")
     return data
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def resolve_run(ref: str, root: str | Path | None = None) -> Run:

@@ -14,6 +14,7 @@ from monsearch.corpora.store import load_corpus
 from monsearch.eval.fitness import evaluate_fitness
 from monsearch.sandbox.evaluate import SandboxPool
 from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
+from monsearch.search.frozen import freeze
 from monsearch.search.lineage import CandidateRecord, source_hash
 from monsearch.search.runs import Run, SelectedStrategy
 from monsearch.synth.generate import synthesize_corpus
@@ -127,7 +128,8 @@ def make_contract_run(
     chosen = selected or next(iter(sources))
     with run.store() as store:
         rec = store.get(chosen)
-    run.write_selected(
+    freeze(
+        run,
         SelectedStrategy(
             run_id=run_id,
             id=chosen,
@@ -153,8 +155,8 @@ def shared_setup(tmp_path_factory: Any) -> dict[str, Any]:
         return _SHARED
     import warnings
 
+    from monsearch.export import export
     from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
-    from monsearch.strategies.export import export
 
     root = tmp_path_factory.mktemp("export")
     corpus = small_corpus(root)

@@ -17,6 +17,7 @@ from monsearch.eval import evaluate_fitness
 from monsearch.sandbox.evaluate import SandboxPool
 from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
 from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
+from monsearch.search.frozen import freeze
 from monsearch.search.lineage import CandidateRecord, LineageStore, source_hash
 from monsearch.search.runs import Run, SelectedStrategy
 
@@ -104,7 +105,7 @@ def make_run(
                     evaluation=evaluation,
                 )
     assert selected is not None
-    run.write_selected(selected)
+    freeze(run, selected)
     return run
 
 

@@ -35,7 +35,7 @@ UNIT = CostModel(program=0.0, oracle_call=0.0, judge_panel=1.0, audit=20.0, usd_
 def test_default_cost_file_is_the_default_model():
     assert parse_costs(DEFAULT_COSTS_TOML) == CostModel() == load_costs(None)
     c = CostModel()
-    # DESIGN.md: ca / cJ = 20; the panel is 3 judge calls at about $0.15.
+    # docs/DESIGN.md: ca / cJ = 20; the panel is 3 judge calls at about $0.15.
     assert c.audit / c.judge_panel == 20
     assert c.judge_panel * c.usd_per_unit == pytest.approx(0.45)
 

@@ -87,9 +87,9 @@ def test_the_selected_strategy_scores_them(small_run, capsys):
 @pytest.fixture(scope="module")
 def stronger_plugin(small_run, tmp_path_factory):
     """The run's built-in ``stronger`` seed, exported as a monitor plugin."""
+    from monsearch.export import export
     from monsearch.search.runs import Run
     from monsearch.search.tree import Lineage
-    from monsearch.strategies.export import export
 
     run_dir, _ = small_run
     with Run(run_dir).store(readonly=True) as store:

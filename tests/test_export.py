@@ -29,9 +29,9 @@ from export_support import shared_setup
 from monsearch.corpora.codec import trajectory_to_dict
 from monsearch.corpora.readers.stepinput import step_input
 from monsearch.eval.metrics import np_threshold
+from monsearch.export import ExportError, export, plugin_scores
+from monsearch.export.vendor import MODULES, check_vendored, source_path
 from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
-from monsearch.strategies.export import ExportError, export, plugin_scores
-from monsearch.strategies.export.vendor import MODULES, check_vendored, source_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SB_FILE = next(
@@ -102,7 +102,7 @@ def test_check_vendored_catches_a_changed_line():
 def test_vendored_imports_are_sorted_and_keep_the_line_count():
     """The rewritten imports are relative (isort's last section): sorted as ruff sorts
     them, with a comment on the line an emptied section frees, so lines stay put."""
-    from monsearch.strategies.export.vendor import rewrite
+    from monsearch.export.vendor import rewrite
 
     original = (
         '"""Doc."""\n'
@@ -614,7 +614,7 @@ def test_inspect_scorer_on_an_offline_log(setup, seed_plugin, tmp_path, monkeypa
     assert score.answer == seed_plugin.decide(score.value, 0.05)["decision"]
     assert score.metadata["findings"]["steps"]
     # Figures in the log are for reading: rounded as the plugin prints them.
-    from monsearch.strategies.export.display import rounded
+    from monsearch.export.display import rounded
 
     raw = seed_plugin.findings(from_messages, top=5)
     assert score.metadata["findings"]["score"] == score.value
@@ -708,7 +708,7 @@ def test_a_real_evolve_run_exports_exactly(tmp_path_factory):
     """The selected strategy of a real ``monsearch evolve`` run (tests/run_fixtures)."""
     from run_fixtures import build_small_corpus, make_run
 
-    from monsearch.strategies.export import load_strategy, load_val
+    from monsearch.export import load_strategy, load_val
 
     root = tmp_path_factory.mktemp("evolved")
     corpus = build_small_corpus(root, size=1000)
@@ -724,8 +724,8 @@ def test_a_real_evolve_run_exports_exactly(tmp_path_factory):
 
 def test_sealed_test_and_escalation_band_from_the_report():
     """Shapes as ``monsearch test`` writes them (runs/<id>/test/report.json)."""
-    from monsearch.strategies.export import _band, _compact_test, _escalation_fits
-    from monsearch.strategies.export.readme import _test_row
+    from monsearch.export import _band, _compact_test, _escalation_fits
+    from monsearch.export.readme import _test_row
 
     policy = {
         "budget": 0.3,
@@ -784,7 +784,7 @@ def test_decide_reports_the_escalation_band(seed_plugin, monkeypatch):
 
 
 def test_vendoring_refuses_imports_it_cannot_copy():
-    from monsearch.strategies.export.vendor import VendorError, rewrite
+    from monsearch.export.vendor import VendorError, rewrite
 
     assert (
         rewrite("from monsearch.sandbox.frozen import freeze\n") == "from .frozen import freeze\n"

@@ -1,4 +1,4 @@
-"""How the exported plugin and ``monsearch score`` print numbers (strategies/export/display).
+"""How the exported plugin and ``monsearch score`` print numbers (export/display).
 
 Scores and thresholds are printed exactly (a decision compares them exactly); figures
 derived from them only to be read (g, audit probability, findings' deltas, detector
@@ -18,7 +18,7 @@ import pytest
 from export_support import shared_setup
 
 from monsearch.corpora.codec import trajectory_to_dict
-from monsearch.strategies.export.display import SIGNIFICANT, percent, rounded
+from monsearch.export.display import SIGNIFICANT, percent, rounded
 
 #: Budgets whose thresholds tie: their g is a division, with float noise in this run.
 BUDGETS = (0.05, 0.033)
@@ -141,7 +141,7 @@ def test_monsearch_score_rounds_deltas_and_shows_budget_decimals(seed, scored_fi
 
 
 def test_readme_band_is_printed_for_reading(seed):
-    from monsearch.strategies.export.readme import render_readme
+    from monsearch.export.readme import render_readme
 
     _, plugin = seed
     band = {
@@ -153,6 +153,7 @@ def test_readme_band_is_printed_for_reading(seed):
         "escalation_rate": 0.08,
         "usd_per_unit": 0.15,
     }
-    text = render_readme({**plugin.MONITOR, "escalation_band": band})
+    # The README's paragraphs are wrapped: read it with its line breaks as spaces.
+    text = " ".join(render_readme({**plugin.MONITOR, "escalation_band": band}).split())
     assert "in [31.2975, inf) to the judge panel" in text
     assert "31.297533599999998" not in text

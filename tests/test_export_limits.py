@@ -30,7 +30,7 @@ from export_support import make_contract_run, small_corpus
 
 from monsearch.corpora.codec import trajectory_to_dict
 from monsearch.corpora.store import load_corpus
-from monsearch.strategies.export import export
+from monsearch.export import export
 
 #: A hang guard: far past any budget here, only there so that a hang fails the test.
 HANG_GUARD_S = 120

@@ -7,6 +7,7 @@ import sqlite3
 import numpy as np
 import pytest
 
+from monsearch.search.frozen import freeze
 from monsearch.search.lineage import CandidateRecord, LineageError, LineageStore, source_hash
 from monsearch.search.runs import Run, RunError, SelectedStrategy, check_run_id, resolve_run
 
@@ -91,7 +92,7 @@ def test_selected_strategy_hash_is_checked(tmp_path):
     with run.store(readonly=False) as store:
         store.add(_record(1, source=source))
     sel = SelectedStrategy("r1", "c00001", source, source_hash(source), 0.5, 0.4, {}, {}, {})
-    run.write_selected(sel)
+    freeze(run, sel)
     assert resolve_run("r1", tmp_path).selected() == sel
     assert (run.dir / "selected.py").read_text() == source
     tampered = run.dir / "selected.json"

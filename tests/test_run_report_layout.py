@@ -1,12 +1,12 @@
 """The HTML run report's drawings: line numbers that stay on their lines, seed labels
-that do not cover the tree."""
+that do not cover the tree, the selected program marked in one colour."""
 
 from __future__ import annotations
 
 import re
 
 from monsearch.search.lineage import LineageStore
-from monsearch.search.report import _highlight, lineage_svg
+from monsearch.search.report import SELECTED_COLOUR, _highlight, lineage_svg
 from monsearch.search.tree import Lineage
 
 
@@ -41,3 +41,15 @@ def test_seed_labels_sit_left_of_their_roots(small_run):
         # ... and the label (drawn leftwards from x) lies left of every node.
         assert x <= min(c[0] - c[2] for c in circles) + 0.1
         assert x - 7 * len("seed stronger") >= 0  # inside the picture
+
+
+def test_the_selected_program_is_labelled_in_its_colour_when_it_is_also_the_best(small_run):
+    run_dir, outcome = small_run
+    with LineageStore(run_dir / "lineage.sqlite", readonly=True) as store:
+        lineage = Lineage(store.records())
+    selected = outcome["selected"]["id"]
+    svg = lineage_svg(lineage, selected, selected)
+    label = re.search(rf'<text [^>]*fill="(#\w+)"[^>]*>{selected} selected ', svg)
+    ring = re.findall(r'<circle [^>]*fill="none" stroke="(#\w+)"', svg)
+    # Ring and label agree: the selected program's green, not the best point's orange.
+    assert label and label.group(1) == SELECTED_COLOUR and ring == [SELECTED_COLOUR]

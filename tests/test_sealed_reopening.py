@@ -18,7 +18,7 @@ from cli_support import run_main
 from run_forgery import copy_run
 from sealed_support import fake_scorer, make_run, shared_corpus
 
-from monsearch.eval.sealed import run_sealed_test
+from monsearch.api.sealed_test import run_sealed_test
 from monsearch.eval.sealed_ledger import Ledger, LedgerKey, SealedTestRefused
 from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
 from monsearch.search.lineage import LineageStore

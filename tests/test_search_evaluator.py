@@ -14,10 +14,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from monsearch.api.evolve import prepare_run
 from monsearch.corpora.sealed import open_for_search
 from monsearch.sandbox.evaluate import SandboxLimits
 from monsearch.search.config import ConfigError, EvolveConfig
-from monsearch.search.driver import prepare_run
 from monsearch.search.evaluator import SearchEvaluator, labelled
 from monsearch.strategies import SEEDS
 
@@ -86,7 +86,7 @@ def test_a_run_made_before_proposer_subset_resumes_as_it_was_made(tmp_path):
     made["search"]["train_subset"] = 900
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "config.json").write_text(json.dumps(made))
-    cfg, _ = prepare_run(EvolveConfig(budget=5), resume="old", runs_dir=tmp_path)
+    cfg, _ = prepare_run(EvolveConfig(), resume="old", runs_dir=tmp_path, resume_budget=5)
     assert cfg.search.proposer_subset == 900 and cfg.budget == 5
     assert EvolveConfig().search.proposer_subset == 0  # new runs: all of train
 

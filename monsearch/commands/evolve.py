@@ -163,8 +163,7 @@ def evolve_cmd(
             "search.optuna_trials": optuna_trials,
         },
     )
-    budget_from_run = bool(resume) and budget is None
-    outcome = _run(cfg, resume, runs_dir, quiet, budget_from_run)
+    outcome = _run(cfg, resume, budget, runs_dir, quiet)
     report = _report(outcome)
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -176,24 +175,22 @@ def evolve_cmd(
         raise SystemExit(1)
 
 
-def _run(cfg: Any, resume: str | None, runs_dir: Path | None, quiet: bool, budget_from_run: bool) -> Any:
+def _run(
+    cfg: Any, resume: str | None, budget: int | None, runs_dir: Path | None, quiet: bool
+) -> Any:
+    from monsearch.api.evolve import run_search
     from monsearch.commands.consoles import stderr_console
-    from monsearch.search.driver import evolve
     from monsearch.search.engine import StopFlag, install_stop_handler
 
-    if budget_from_run:
-        from monsearch.search.runs import resolve_run
-
-        stored = resolve_run(resume, runs_dir).config()  # type: ignore[arg-type]
-        cfg = cfg.with_overrides(budget=stored.get("budget"))
     console = stderr_console(quiet=quiet)
     display = _Display(console, quiet)
     stop = StopFlag()
     restore = install_stop_handler(stop)
     try:
-        return evolve(
+        return run_search(
             cfg,
             resume=resume,
+            resume_budget=budget if resume else None,
             runs_dir=runs_dir,
             on_stage=display.stage,
             on_start=display.start,

@@ -76,12 +76,12 @@ def export(
     ControlArena and atif-scan. Install it with pip install DIR; monsearch score
     --monitor DIR FILE... scores trajectories with it.
     """
-    from monsearch.strategies.export import export as do_export
+    from monsearch.api.export import export as do_export
 
     console = stderr_console()
     with console.status("exporting (verifying on val)..." if verify else "exporting..."):
         monitor = do_export(
-            run, out, program_id=program_id, name=name, runs_dir=runs_dir, verify_val=verify
+            run, out, program=program_id, name=name, runs_dir=runs_dir, verify=verify
         )
     verified = monitor.get("verified")
     console.print(f"wrote {monitor['package']} to {out}", highlight=False)

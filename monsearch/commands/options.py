@@ -93,10 +93,9 @@ def find_trajectory(corpus_dir: Path | None, splits: tuple[str, ...], trajectory
 
     Sealed splits (test, cross-generator) are read only when named explicitly.
     """
-    from monsearch.commands.synth import resolve_corpus
-    from monsearch.corpora.store import load_corpus
+    from monsearch.api.corpus import load_corpus
 
-    corp = load_corpus(resolve_corpus(corpus_dir, quiet=True), list(splits) or ["train", "val"])
+    corp = load_corpus(corpus_dir, list(splits) or ["train", "val"])
     for traj in corp.trajectories():
         if traj.id == trajectory_id:
             return traj

@@ -45,13 +45,13 @@ def load_monitor(ref: str, runs_dir: Path | None, keep: list[Any]) -> Any:
     is_run = (folder / CONFIG_FILE).is_file()  # never imported from, whatever it holds
     package = _plugin_package(folder) if folder.is_dir() and not is_run else None
     if package is None:
+        from monsearch.api.export import export
         from monsearch.search.runs import RunError
-        from monsearch.strategies.export import export
 
         tmp = tempfile.TemporaryDirectory(prefix="monsearch-score-")
         keep.append(tmp)
         try:
-            monitor = export(ref, Path(tmp.name) / "plugin", runs_dir=runs_dir, verify_val=False)
+            monitor = export(ref, Path(tmp.name) / "plugin", runs_dir=runs_dir, verify=False)
         except RunError as exc:
             raise MonsearchError(
                 f"--monitor {ref!r}: neither an exported plugin folder (with src/<package>/) "
@@ -170,7 +170,7 @@ def _trajectories(plugin: Any, inputs: tuple[str, ...]) -> Iterator[tuple[str, A
 def _record(
     plugin: Any, label: str, traj: Any, budget: float | None, top: int
 ) -> dict[str, Any]:
-    from monsearch.strategies.export.display import finding_steps
+    from monsearch.export.display import finding_steps
 
     result = plugin.evaluate(traj)
     decision = plugin.decide(result.score, budget)
@@ -207,7 +207,7 @@ SCORE_NOTE = (
 
 def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, Any]) -> None:
     from monsearch.commands import cells
-    from monsearch.strategies.export.display import percent
+    from monsearch.export.display import percent
 
     table_rows: list[Row] = []
     for r in rows:

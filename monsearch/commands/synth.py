@@ -7,6 +7,7 @@ bar) and cached.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -51,30 +52,12 @@ def synth_progress(quiet: bool = False) -> Iterator[PhaseProgress]:
 
 
 def resolve_corpus(path: Path | None, *, seed: int = 0, quiet: bool = False) -> Path:
-    """``path`` itself, or the cached default synthetic corpus when ``path`` is None.
-
-    Before generating, the cache folder is checked for writability (a named
-    error, not a traceback after the generation), and the build holds the
-    corpus's writer lock: a second process that needs the default corpus at the
-    same time waits for the first instead of building it again.
-    """
+    """``path`` itself, or the cached default synthetic corpus when ``path`` is None
+    (:func:`monsearch.api.corpus.default_corpus`, with the command's messages and
+    progress bar)."""
     if path is not None:
         return path
-    from monsearch.commands.paths import UnwritablePathError, ensure_writable_dir
-    from monsearch.corpora.store import MANIFEST, corpus_lock
-    from monsearch.synth.generate import default_corpus_path, ensure_default_corpus
-
-    target = default_corpus_path(seed)
-    if (target / MANIFEST).is_file():
-        return target
-    try:
-        ensure_writable_dir(target, "the default corpus into the cache folder")
-    except UnwritablePathError as exc:
-        raise UnwritablePathError(
-            exc.what,
-            exc.path,
-            f"{exc.reason}; set MONSEARCH_CACHE to a writable folder, or pass a corpus folder",
-        ) from None
+    from monsearch.api.corpus import default_corpus
 
     def waiting(holder: str) -> None:
         if not quiet:
@@ -83,13 +66,22 @@ def resolve_corpus(path: Path | None, *, seed: int = 0, quiet: bool = False) -> 
                 err=True,
             )
 
-    with corpus_lock(target, wait=True, on_wait=waiting):
-        if not (target / MANIFEST).is_file() and not quiet:
+    def building(target: Path) -> None:
+        if not quiet:
             click.echo(
                 f"building the default synthetic corpus (seed {seed}) into {target}", err=True
             )
-        with synth_progress(quiet) as progress:
-            return ensure_default_corpus(seed, progress=progress)
+
+    with contextlib.ExitStack() as stack:
+        bar: list[Callable[[str, int, int], None]] = []
+
+        def progress(phase: str, done: int, total: int) -> None:
+            # The bar opens with the first progress: not before the checks have passed.
+            if not bar:
+                bar.append(stack.enter_context(synth_progress(quiet)))
+            bar[0](phase, done, total)
+
+        return default_corpus(seed, on_wait=waiting, on_build=building, progress=progress)
 
 
 def _parse_list(text: str | None) -> list[str] | None:

@@ -81,10 +81,10 @@ def test_cmd(
     ledger, 2 for bad input or a run folder that differs from what the run
     recorded.
     """
+    from monsearch.api.sealed_test import run_sealed_test
     from monsearch.commands.paths import ensure_writable_dir
     from monsearch.eval.costs import load_costs
     from monsearch.eval.report import report_json, shifted_table, summary_table, write_report
-    from monsearch.eval.sealed import run_sealed_test
     from monsearch.eval.sealed_reports import REPORT_FILE, REPORTS_DIR, new_report_folder
     from monsearch.search.runs import resolve_run
 

@@ -1,8 +1,10 @@
-"""Starting, resuming and finishing a run: corpus, pools, lineage, selection.
+"""Evolving a monitor: starting, resuming and finishing a run (corpus, pools, lineage,
+selection). The library's :func:`monsearch.evolve` and the ``evolve`` command call
+:func:`run_search`; the search itself is :mod:`monsearch.search`.
 
-:func:`evolve` is what ``monsearch evolve`` calls. Nothing in it depends on the
-interpreter's string hash seed (the program database iterates in insertion order),
-so it runs the same from the command line and from any Python program.
+Nothing here depends on the interpreter's string hash seed (the program database
+iterates in insertion order), so a run is the same from the command line and from
+any Python program.
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
-
-from .config import EvolveConfig, SearchConfig
-from .engine import Progress, Search, SearchError, SearchOutcome, StopFlag
-from .evaluator import SearchEvaluator
-from .lineage import LineageStore
-from .proposal import TrainData
-from .runs import Run, check_run_id, runs_root
+from monsearch.search.config import EvolveConfig, SearchConfig
+from monsearch.search.engine import Progress, Search, SearchError, SearchOutcome, StopFlag
+from monsearch.search.evaluator import SearchEvaluator
+from monsearch.search.lineage import LineageStore
+from monsearch.search.proposal import TrainData
+from monsearch.search.runs import Run, check_run_id, runs_root
 
 
 def new_run_id(seed: int) -> str:
@@ -66,12 +67,13 @@ def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None
     if cfg.corpus_path:
         path = Path(cfg.corpus_path)
     else:
-        from monsearch.synth.generate import ensure_default_corpus
+        from .corpus import DEFAULT_SEED, DEFAULT_SIZE, default_corpus
 
         if progress:
             progress("building or loading the default corpus")
-        path = ensure_default_corpus(
-            seed=cfg.corpus_default.get("seed", 0), size=cfg.corpus_default.get("size")
+        path = default_corpus(
+            int(cfg.corpus_default.get("seed", DEFAULT_SEED)),
+            int(cfg.corpus_default.get("size") or DEFAULT_SIZE),
         )
     if progress:
         from monsearch.corpora.store import read_manifest
@@ -120,22 +122,31 @@ def _val_pool_factory(cfg: EvolveConfig, corpus_path: Path) -> Any:
     """None for local sandbox workers; a Dask-backed pool factory otherwise."""
     if cfg.backend == "local":
         return None
-    from .dask_backend import dask_pool_factory
+    from monsearch.search.dask_backend import dask_pool_factory
 
     return dask_pool_factory(cfg, corpus_path)
 
 
 def prepare_run(
-    cfg: EvolveConfig, *, resume: str | None, runs_dir: str | Path | None
+    cfg: EvolveConfig,
+    *,
+    resume: str | None,
+    runs_dir: str | Path | None,
+    resume_budget: int | None = None,
 ) -> tuple[EvolveConfig, Run]:
-    """The run folder and its effective config (a resumed run keeps its own)."""
+    """The run folder and its effective config.
+
+    The one place resume is decided: a resumed run keeps its own settings; only the
+    budget (``resume_budget``; None keeps the run's) and the spend caps of ``cfg`` may
+    change, and a budget below what the run already spent is refused.
+    """
     root = runs_root(runs_dir)
     if resume:
-        from .runs import resolve_run
+        from monsearch.search.runs import resolve_run
 
         run = resolve_run(resume, root)
         if run.lineage_path.exists():
-            from .frozen import verify_run
+            from monsearch.search.frozen import verify_run
 
             # Replaying a forged row would select it: the lineage must be the one written.
             # (selected.json, selected.py and config.json are written again.)
@@ -153,7 +164,7 @@ def prepare_run(
         stored = EvolveConfig.from_dict(saved, str(run.dir / "config.json"))
         # Only the budget and the spend caps may change on resume.
         effective = stored.with_overrides(
-            budget=cfg.budget, max_usd=cfg.max_usd, max_tokens=cfg.max_tokens
+            budget=resume_budget, max_usd=cfg.max_usd, max_tokens=cfg.max_tokens
         )
         _check_resume_budget(run, effective.budget)
         return effective.validate(), run
@@ -164,7 +175,7 @@ def prepare_run(
             f"run {run_id!r} already exists in {root}/ (resume it with --resume {run_id}, "
             "or pick another --run-id)"
         )
-    from monsearch.commands.paths import ensure_writable_dir
+    from monsearch.files import ensure_writable_dir
 
     ensure_writable_dir(run.dir, "run folder")
     run.dir.mkdir(parents=True, exist_ok=True)
@@ -192,10 +203,11 @@ def _check_resume_budget(run: Run, budget: int) -> None:
 _CIRCUMSTANCES = ("created", "corpus", "python_hash_seed", "versions", "runs_dir")
 
 
-def evolve(
+def run_search(
     cfg: EvolveConfig,
     *,
     resume: str | None = None,
+    resume_budget: int | None = None,
     runs_dir: str | Path | None = None,
     on_stage: Callable[[str], None] | None = None,
     on_start: Callable[[EvolveConfig, Run, int], None] | None = None,
@@ -204,11 +216,11 @@ def evolve(
 ) -> SearchOutcome:
     """Run (or resume) a search to its budget, select and freeze the strategy."""
     t_start = time.perf_counter()
-    from .engine import seed_sources
+    from monsearch.search.engine import seed_sources
 
     seed_sources(cfg.seeds)  # a missing seed file fails before any work
     if any(p.name == "llm" and p.weight > 0 for p in cfg.proposers):
-        from .llm_proposer import LLMProposerConfig, probe_endpoints
+        from monsearch.search.llm_proposer import LLMProposerConfig, probe_endpoints
 
         # So does an unusable [llm] table, or an endpoint that does not answer.
         for warning in probe_endpoints(LLMProposerConfig.from_dict(cfg.llm)):
@@ -218,11 +230,11 @@ def evolve(
 
         read_manifest(Path(cfg.corpus_path))  # so does a folder that holds no corpus
     from monsearch.cache import cache_dir
-    from monsearch.commands.paths import ensure_writable_dir
+    from monsearch.files import ensure_writable_dir
 
     # The default corpus and the val/train views are cached there: check it before work.
     ensure_writable_dir(cache_dir() / "corpora", "cache folder (MONSEARCH_CACHE)")
-    cfg, run = prepare_run(cfg, resume=resume, runs_dir=runs_dir)
+    cfg, run = prepare_run(cfg, resume=resume, runs_dir=runs_dir, resume_budget=resume_budget)
     stage = on_stage or (lambda _m: None)
     corp, path = open_corpus(cfg, stage)
     corpus_info = _corpus_info(cfg, corp, path)
@@ -300,7 +312,9 @@ def evolve(
         stage("selecting the strategy (bootstrap lower bound on val)")
         selected = search.select()
         if selected is not None:
-            run.write_selected(selected, store=store, on_warning=stage)
+            from monsearch.search.frozen import freeze
+
+            freeze(run, selected, store=store, on_warning=stage)
         best = search.progress()
         search.close()
         return SearchOutcome(
@@ -314,3 +328,67 @@ def evolve(
             best_fitness=best.best,
             spend=store.ledger_totals(),
         )
+
+
+#: What :func:`evolve` returns: the run, how it ended, the frozen strategy (``selected``,
+#: with ``.hash``, ``.source``, ``.fitness``, ``.fitness_low``), the best candidate, spend.
+EvolveResult = SearchOutcome
+
+
+def evolve(
+    *,
+    budget: int | None = None,
+    seed: int | None = None,
+    corpus: str | Path | None = None,
+    config: EvolveConfig | dict[str, Any] | str | Path | None = None,
+    resume: str | None = None,
+    run_id: str | None = None,
+    runs_dir: str | Path | None = None,
+    proposers: str | None = None,
+    seed_programs: tuple[str, ...] = (),
+    settings: dict[str, Any] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    on_start: Callable[[EvolveConfig, Run, int], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    stop: StopFlag | None = None,
+) -> EvolveResult:
+    """Evolve a monitor, select and freeze it: ``monsearch evolve`` as a function.
+
+    ``config``: an :class:`EvolveConfig`, a dict or a TOML file of its keys (default:
+    the defaults). The keyword options override it (None: not given), as the
+    command-line options do; ``settings`` takes any further key of the config, dotted
+    names reaching the sections (``{"evaluation.rho": 0.1, "search.islands": 2,
+    "workers": 1}``). ``corpus``: a corpus folder (None: the embedded default, built
+    once and cached). ``resume``: a run id or folder to continue (its own settings;
+    ``budget`` is the new total, None keeps the run's). Runs go under ``runs_dir``
+    (default ``$MONSEARCH_RUNS`` or ``./runs``).
+    """
+    from monsearch.search.config import load_config_file, parse_proposers
+
+    if isinstance(config, EvolveConfig):
+        cfg = config
+    elif isinstance(config, dict):
+        cfg = EvolveConfig.from_dict(config)
+    elif config is not None:
+        cfg = load_config_file(config)
+    else:
+        cfg = EvolveConfig()
+    cfg = cfg.with_overrides(
+        budget=None if resume else budget,
+        seed=seed,
+        run_id=run_id,
+        corpus_path=None if corpus is None else str(corpus),
+        proposers=None if proposers is None else parse_proposers(proposers),
+        seeds=tuple(cfg.seeds) + tuple(str(p) for p in seed_programs) if seed_programs else None,
+        **(settings or {}),
+    )
+    return run_search(
+        cfg,
+        resume=resume,
+        resume_budget=budget if resume else None,
+        runs_dir=runs_dir,
+        on_stage=on_stage,
+        on_start=on_start,
+        on_progress=on_progress,
+        stop=stop,
+    )

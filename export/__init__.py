@@ -34,6 +34,7 @@ from typing import Any
 
 from monsearch.errors import MonsearchError
 from monsearch.sandbox.oracle_prompt import PROMPT_VARIANTS
+from monsearch.search.frozen import FrozenProgram
 
 from .vendor import MODULES, monsearch_version, vendored_sources
 
@@ -63,19 +64,44 @@ class ExportError(MonsearchError):
     """The strategy cannot be exported (or the written plugin does not reproduce it)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Strategy:
-    """What is exported: the program and everything the metadata is computed from."""
+    """What is exported: a verified program of a run (its one frozen record,
+    :class:`monsearch.search.frozen.FrozenProgram`), the run's config and the newest
+    sealed-test report of that program."""
 
-    run_id: str
-    program_id: str
-    source: str
-    strategy_hash: str
-    selected: bool
-    fitness_json: dict[str, Any]
+    program: FrozenProgram
     config: dict[str, Any]
-    val_scores: list[float]
     test_report: dict[str, Any] | None
+
+    @property
+    def run_id(self) -> str:
+        return self.program.run_id
+
+    @property
+    def program_id(self) -> str:
+        return self.program.id
+
+    @property
+    def source(self) -> str:
+        return self.program.source
+
+    @property
+    def strategy_hash(self) -> str:
+        return self.program.strategy_hash
+
+    @property
+    def selected(self) -> bool:
+        return self.program.selected
+
+    @property
+    def fitness_json(self) -> dict[str, Any]:
+        return self.program.fitness_json
+
+    @property
+    def val_scores(self) -> list[float]:
+        assert self.program.val_scores is not None
+        return [float(x) for x in self.program.val_scores]
 
 
 # --------------------------------------------------------------------------- run
@@ -100,37 +126,29 @@ def load_strategy(run_ref: str, program_id: str | None = None, runs_dir: Any = N
         raise ExportError(str(exc)) from None
     if program.val_scores is None:
         raise ExportError(f"candidate {program.id} of run {run.id} has no val scores")
-    return Strategy(
-        run_id=run.id,
-        program_id=program.id,
-        source=program.source,
-        strategy_hash=program.strategy_hash,
-        selected=program.selected,
-        fitness_json=program.fitness_json,
-        config=verified.config,
-        val_scores=[float(x) for x in program.val_scores],
-        test_report=latest_report(run.dir, program.strategy_hash),
-    )
+    return Strategy(program, verified.config, latest_report(run.dir, program.strategy_hash))
 
 
 def corpus_path(config: dict[str, Any]) -> Path:
-    """The run's corpus: its recorded path, or the embedded default corpus."""
+    """The run's corpus as it recorded it (the folder it resolved to). The library's and
+    the command's export pass the corpus explicitly (:func:`monsearch.api.corpus.run_corpus`
+    rebuilds a default corpus the cache lost)."""
     corpus = config.get("corpus") or {}
-    if corpus.get("path"):
-        return Path(corpus["path"])
-    from monsearch.synth.generate import ensure_default_corpus
+    for key in ("resolved_path", "path"):
+        if corpus.get(key) and Path(corpus[key]).exists():
+            return Path(corpus[key])
+    raise ExportError(
+        "the run's corpus is not where the run recorded it "
+        f"({corpus.get('resolved_path') or corpus.get('path') or 'the default corpus'})"
+    )
 
-    default = corpus.get("default") or {}
-    kwargs = {k: default[k] for k in ("seed", "size") if k in default}
-    return ensure_default_corpus(**kwargs)
 
-
-def load_val(config: dict[str, Any]) -> list[Any]:
+def load_val(config: dict[str, Any], corpus: Path | None = None) -> list[Any]:
     from monsearch.corpora.store import load_corpus
 
     # The run may have read its val split under another name (config corpus.splits).
     split = ((config.get("corpus") or {}).get("splits") or {}).get("val", "val")
-    corpus = load_corpus(corpus_path(config), [split])
+    corpus = load_corpus(corpus or corpus_path(config), [split])
     want = (config.get("corpus") or {}).get("content_hash")
     if want and corpus.content_hash != want:
         raise ExportError(
@@ -560,14 +578,17 @@ def export(
     name: str | None = None,
     runs_dir: Any = None,
     verify_val: bool = True,
+    corpus: Path | None = None,
 ) -> dict[str, Any]:
-    """Write the plugin of a run's strategy into ``out``; returns its ``MONITOR`` dict."""
+    """Write the plugin of a run's strategy into ``out``; returns its ``MONITOR`` dict.
+
+    ``corpus``: the run's corpus folder (None: where the run recorded it)."""
     strategy = load_strategy(run_ref, program_id, runs_dir)
     name = name or default_name(strategy)
     if not _NAME.match(name):
         raise ExportError(f"--name {name!r}: use lower-case letters, digits and '_'")
     package = name if name.startswith("monsearch_") else f"monsearch_{name}"
-    val = load_val(strategy.config)
+    val = load_val(strategy.config, corpus)
     labels = [t.label.is_failure if t.label is not None else None for t in val]
     monitor = build_metadata(strategy, labels, name, package)
     out = Path(out)
