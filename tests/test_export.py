@@ -527,6 +527,39 @@ def test_regex_fallback_matches_re2():
         assert shim.portable(p) is not None
 
 
+def test_json_shim_reads_and_refuses_numbers_and_nesting_as_orjson():
+    """The plugin's stand-in for orjson: a huge number is refused (not read as inf), a
+    nesting the stack cannot hold is "depth limit exceeded" (not a RecursionError)."""
+    import orjson
+
+    from monsearch.strategies.export import _load_shim
+
+    shim = _load_shim("_orjson.py")
+    cases = [
+        b"1" + b"0" * 400,
+        b"-" + b"9" * 400,
+        b"9" * 5000,
+        b"1e400",
+        b"[-1e400]",
+        b"1" + b"0" * 25,
+        b"18446744073709551615",
+        b"18446744073709551616",
+        b"-9223372036854775809",
+        b"[1.5e308, 0.1]",
+        b"[" * 5000 + b"]" * 5000,
+    ]
+    for data in cases:
+        try:
+            ours: object = shim.loads(data)
+        except shim.JSONDecodeError as err:
+            ours = ("error", err.msg)
+        try:
+            theirs: object = orjson.loads(data)
+        except orjson.JSONDecodeError as err:
+            theirs = ("error", err.msg)
+        assert ours == theirs, data[:30]
+
+
 # --------------------------------------------------------------------------- errors
 
 

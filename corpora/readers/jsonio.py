@@ -5,12 +5,18 @@ way: the file, the JSON path of the bad value (``steps[3].action.tool``), what
 was expected and what was found. The checks are hand-rolled getters rather than
 a schema library: they are a few lines each, cost next to nothing per field,
 and their error text is exactly the path the user needs.
+
+Documents are written by the agents being monitored, so their shape is hostile
+input: a document nested deeper than :data:`MAX_DEPTH` is refused (naming the
+field where it gets too deep) before any code walks it recursively, and a number
+too large for a double is refused as orjson refuses it (``number is infinity``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -22,6 +28,15 @@ from monsearch.corpora.errors import InputError, InputTooLargeError
 #: Default cap on one JSON document (a file, or one JSONL line): large enough
 #: for any real trajectory, small enough that a stray dump cannot exhaust memory.
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+#: Deepest nesting of arrays and objects a document may have (the document itself is
+#: level 1). A trajectory needs about ten; recursive code over a document (json.dumps,
+#: orjson.dumps when a corpus is written, at 254) must never meet more.
+MAX_DEPTH = 100
+#: Path components an error names of a too-deep value (the first ones say which field).
+_PATH_SHOWN = 8
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+#: What a too-deep document is told it should have been.
+DEPTH_EXPECTED = f"JSON nested at most {MAX_DEPTH} levels deep"
 
 _BOM = b"\xef\xbb\xbf"
 #: Keys of an object an error message names (a trajectory has a dozen; say which ones).
@@ -72,17 +87,70 @@ def _decode_error(display: str, err: orjson.JSONDecodeError, line: int | None) -
     return InputError(display, "", "valid JSON", f"{what} ({err.msg}) at {where}", line=line)
 
 
+def too_deep(value: Any, levels: int = MAX_DEPTH) -> list[str | int] | None:
+    """The path (keys and indices) to the first array or object of ``value`` nested
+    deeper than ``levels`` (``value`` itself is level 1), or None when none is."""
+    t = type(value)
+    if t is dict:
+        items: Any = value.items()
+    elif t is list:
+        items = enumerate(value)
+    else:
+        return None
+    if levels <= 0:
+        return []
+    for key, item in items:
+        k = type(item)
+        if k is dict or k is list:
+            path = too_deep(item, levels - 1)
+            if path is not None:
+                path.append(key)
+                return path
+    return None
+
+
+def path_text(path: list[str | int], base: str = "$") -> str:
+    """A JSON path as the readers name fields (``steps[0].input``), its first
+    :data:`_PATH_SHOWN` components when longer; keys that are not plain names are
+    quoted."""
+    out = "" if base == "$" else base
+    for key in path[:_PATH_SHOWN]:
+        if isinstance(key, int):
+            out += f"[{key}]"
+        elif _PLAIN_KEY.fullmatch(key):
+            out += f".{key}" if out else key
+        else:
+            out += f"[{json.dumps(key)}]"
+    if len(path) > _PATH_SHOWN:
+        out += "…"
+    return out or "$"
+
+
+def check_depth(value: Any, display: str, *, line: int | None = None, base: str = "$") -> None:
+    """Refuse ``value`` (at JSON path ``base`` of ``display``) when it nests deeper than
+    :data:`MAX_DEPTH` levels, naming the field where it does."""
+    path = too_deep(value)
+    if path is not None:
+        path.reverse()
+        raise InputError(
+            display, path_text(path, base), DEPTH_EXPECTED, "deeper nesting", line=line
+        )
+
+
 def parse_bytes(data: bytes, display: str, *, line: int | None = None) -> Any:
-    """Parse one JSON document; an empty or malformed one is an InputError."""
+    """Parse one JSON document; an empty or malformed one, or one nested deeper than
+    :data:`MAX_DEPTH`, is an InputError."""
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     if not data.strip():
         got = "an empty file" if line is None else "an empty line"
         raise InputError(display, "", "a JSON document", got, line=line)
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as err:
         raise _decode_error(display, err, line) from None
+    check_depth(value, display, line=line)
+    return value
 
 
 def load_json(path: Path, display: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:

@@ -41,7 +41,7 @@ from monsearch.corpora.errors import InputError
 from monsearch.corpora.model import OUTCOMES, Step, Trajectory, Verdict, aggregate_panel
 from monsearch.corpora.readers.jsonio import DEFAULT_MAX_BYTES, MISSING, Node, load_json
 from monsearch.corpora.readers.report import FileProgress, ImportReport, ReportBuilder
-from monsearch.corpora.readers.stepinput import step_input
+from monsearch.corpora.readers.stepinput import read_step_input
 from monsearch.corpora.readers.verdicts import (
     is_oracle,
     legacy_votes,
@@ -266,14 +266,13 @@ def _read_step(node: Node, position: int) -> Step:
         action = node.obj("action")
         assert action is not None
         tool = action.string("tool", nonempty=True)
-        raw_input = action.raw("input")
+        arguments, text = read_step_input(action, "input", action.raw("input"))
         obs = node.obj("observation", required=False)
         output = obs.string("text", required=False) if obs is not None else None
     else:
         tool = node.string("tool", nonempty=True)
-        raw_input = node.raw("input")
+        arguments, text = read_step_input(node, "input", node.raw("input"))
         output = node.string("output", required=False)
-    arguments, text = step_input(raw_input)
     return Step(
         index=position if index is None else index,
         tool=tool,  # type: ignore[arg-type]

@@ -47,7 +47,7 @@ from ._vendor.restricted import (
     load_program,
     rerunnable,
 )
-from ._vendor.stepinput import step_input
+from ._vendor.stepinput import TooDeepError, step_input
 from ._vendor.view import build_view
 from ._vendor.view import clear_caches as _clear_view_caches
 
@@ -163,7 +163,10 @@ def _plain_step(step: dict[str, Any], index: int, timestamp: Any, latency: Any) 
     if type(text) is str:
         arguments = raw_input
     else:
-        arguments, text = step_input(raw_input)
+        try:
+            arguments, text = step_input(raw_input)
+        except TooDeepError:
+            return None  # the reader names the field
     # Step(index, tool, text, output or "", arguments, timestamp, latency), built as
     # explained at _StepSlots.
     built = _new_object(_StepSlots)
