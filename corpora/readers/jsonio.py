@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -153,18 +155,74 @@ def parse_bytes(data: bytes, display: str, *, line: int | None = None) -> Any:
     return value
 
 
-def load_json(path: Path, display: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
-    """Read and parse one JSON file, refusing files over ``max_bytes`` unread."""
+#: What :func:`open_regular` calls each kind of file that is not a regular one.
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+# (POSIX flags; elsewhere the ones that exist: Windows has no FIFOs to wait on.)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | _NONBLOCK
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def file_kind(mode: int) -> str:
+    """``"a regular file"``, ``"a FIFO (named pipe)"``, ... for an ``st_mode``."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+
+
+def open_regular(path: Path, display: str) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file, else an :class:`InputError`
+    saying what it is. Opened without blocking, then checked on the open descriptor:
+    opening a FIFO for reading waits for a writer (forever, if none comes), and a file
+    checked by name first could be swapped for one before it is opened."""
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise InputTooLargeError(display, size, max_bytes)
-        with path.open("rb") as fh:
-            data = fh.read(max_bytes + 1)
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError as err:
         raise InputError(display, "", "a readable file", err.strerror or str(err)) from None
-    if len(data) > max_bytes:  # the file grew after stat()
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(display, "", "a regular file", file_kind(mode))
+        if _NONBLOCK:
+            os.set_blocking(fd, True)  # (no effect on a regular file; plain reads after this)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_capped(fh: BinaryIO, display: str, max_bytes: int) -> bytes:
+    """All of an open file, refusing one over ``max_bytes`` (it reads at most one byte more)."""
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        if size > max_bytes:
+            raise InputTooLargeError(display, size, max_bytes)
+        data = fh.read(max_bytes + 1)
+    except OSError as err:
+        raise InputError(display, "", "a readable file", err.strerror or str(err)) from None
+    if len(data) > max_bytes:  # the file grew after fstat()
         raise InputTooLargeError(display, len(data), max_bytes)
+    return data
+
+
+def load_json(path: Path, display: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
+    """Read and parse one JSON file, refusing files over ``max_bytes`` unread (and
+    anything but a regular file unopened: see :func:`open_regular`)."""
+    with open_regular(path, display) as fh:
+        data = read_capped(fh, display, max_bytes)
     return parse_bytes(data, display)
 
 
@@ -178,11 +236,7 @@ def iter_jsonl(
     not the file (a JSONL of hundreds of trajectories may be large as a whole);
     an over-long line is skipped without being held in memory.
     """
-    try:
-        fh = path.open("rb")
-    except OSError as err:
-        raise InputError(display, "", "a readable file", err.strerror or str(err)) from None
-    with fh:
+    with open_regular(path, display) as fh:
         yield from iter_jsonl_stream(fh, display, max_bytes=max_bytes)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from monsearch.commands.consoles import Row, fitted_table, print_note, stdout_console
+from monsearch.commands.printable import printable
 from monsearch.commands.score_inputs import (
     error_text,
     expand_inputs,
@@ -28,6 +29,10 @@ from monsearch.corpora.errors import InputError
 from monsearch.errors import MonsearchError
 
 EXIT_UNREADABLE = 1
+#: Largest document ``score`` reads by default (a file, a JSONL line, stdin's document):
+#: past it a trajectory is refused unread. Every trajectory up to this size scores in
+#: about a second with its findings, in a few hundred MB (bench/hostile_inputs.py).
+MAX_MB = 10
 
 
 def _plugin_package(folder: Path) -> str | None:
@@ -88,6 +93,14 @@ def _finding_text(f: dict[str, Any]) -> str:
     help="Findings shown per trajectory.",
 )
 @click.option(
+    "--max-mb",
+    type=click.FloatRange(0.0, 1024.0, min_open=True),
+    default=MAX_MB,
+    show_default=True,
+    help="Largest trajectory read, in MB (a file, a JSONL line, stdin's document): "
+    "larger ones are refused unread.",
+)
+@click.option(
     "--runs-dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
@@ -100,6 +113,7 @@ def score(
     budget: float | None,
     as_json: bool,
     top: int,
+    max_mb: float,
     runs_dir: Path | None,
 ) -> None:
     """Score trajectories (files, folders, globs, - for stdin) with a monitor.
@@ -109,18 +123,21 @@ def score(
     .jsonl.zst). One result per trajectory: the score, the decision at the
     audit budget (audit / tie / pass, from the val benign thresholds) and the
     top findings. Inputs that cannot be read are reported on stderr, one line
-    each, and skipped; the exit code is 1 when any were, 0 otherwise.
+    each, and skipped; the exit code is 1 when any were, 0 otherwise. Names and
+    texts from the inputs are printed with control characters escaped (\\n,
+    \\x1b); --json output is JSON-escaped.
     """
     keep: list[Any] = []
     try:
         plugin = load_monitor(monitor_ref, runs_dir, keep)
         unreadable = 0
         rows = []
-        for label, traj in _trajectories(plugin, inputs):
+        for label, traj in _trajectories(plugin, inputs, int(max_mb * 1024 * 1024)):
             if isinstance(traj, str):
                 unreadable += 1
-                # Plain echo: one line per input, never wrapped (scripts grep it).
-                click.echo(f"skipped {label}: {traj}", err=True)
+                # Plain echo: one line per input, never wrapped (scripts grep it); the
+                # name and the message may hold what an agent wrote.
+                click.echo(f"skipped {printable(label)}: {printable(traj)}", err=True)
                 if as_json:
                     click.echo(json.dumps({"input": label, "error": traj}))
                 continue
@@ -140,13 +157,19 @@ def score(
         sys.exit(EXIT_UNREADABLE)
 
 
-def _trajectories(plugin: Any, inputs: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+def _trajectories(
+    plugin: Any, inputs: tuple[str, ...], max_bytes: int
+) -> Iterator[tuple[str, Any]]:
     """``(name, trajectory or why it could not be read)`` for every input, in order."""
     for name, path, problem in expand_inputs(inputs):
         if problem is not None:
             yield name, problem
             continue
-        documents = read_stdin() if path is None else read_documents(path, name)
+        documents = (
+            read_stdin(max_bytes=max_bytes)
+            if path is None
+            else read_documents(path, name, max_bytes=max_bytes)
+        )
         for label, doc in documents:
             if isinstance(doc, InputError):
                 yield label, error_text(doc)
@@ -159,9 +182,7 @@ def _trajectories(plugin: Any, inputs: tuple[str, ...]) -> Iterator[tuple[str, A
                 yield label, error_text(err, doc)
 
 
-def _record(
-    plugin: Any, label: str, traj: Any, budget: float | None, top: int
-) -> dict[str, Any]:
+def _record(plugin: Any, label: str, traj: Any, budget: float | None, top: int) -> dict[str, Any]:
     from monsearch.strategies.export.display import finding_steps
 
     result = plugin.evaluate(traj)
@@ -202,15 +223,15 @@ def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, An
         table_rows.append(
             (
                 [
-                    r["input"],
+                    printable(r["input"]),
                     f"{r['score']:.4g}",
                     decision,
-                    "\n".join(_finding_text(f) for f in r["findings"]) or "-",
+                    "\n".join(printable(_finding_text(f)) for f in r["findings"]) or "-",
                 ],
                 "bold" if r["decision"] == "audit" else None,
             )
         )
-    title = f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})"
+    title = printable(f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})")
     # One budget for every row: it goes in the header, not in each cell.
     headers = ["trajectory", "score", f"decision at {percent(rows[0]['budget'])}", "top findings"]
     kinds = [cells.PATH, cells.NUMBER, cells.STATUS, cells.TEXT]
