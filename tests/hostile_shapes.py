@@ -135,6 +135,19 @@ def encoded(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc).encode()
 
 
+def sized(shape: str, size: int) -> bytes:
+    """The encoded trajectory of ``shape`` filling at most ``size`` bytes (within a few
+    percent of it: a builder's estimate of its own size is rough)."""
+    build = SHAPES[shape]
+    target = size
+    for _ in range(5):
+        data = encoded(build(target))
+        if len(data) <= size:
+            return data
+        target = int(target * size / len(data) * 0.99)
+    raise ValueError(f"{shape} does not fit in {size} bytes")
+
+
 def deep_input(depth: int) -> bytes:
     """A trajectory whose first step's input is a list nested ``depth`` deep."""
     doc = document([step(0, "id", "uid=0")])

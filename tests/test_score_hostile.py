@@ -246,3 +246,122 @@ def test_a_name_that_is_not_utf8_is_printed_escaped(monitor, tmp_path):
     proc = score_cli("--monitor", monitor, str(tmp_path))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr.decode()
     assert skipped(proc)[0].startswith(f"skipped {tmp_path}/run\\xff.json: ")
+
+
+# --------------------------------------------------------------------------- sizes
+
+#: Peak memory a score of one hostile trajectory may reach (the issue's target).
+MEMORY_MB = 500
+_MEASURED = """
+import resource, sys
+from monsearch.cli import main
+try:
+    main(sys.argv[1:])
+finally:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak //= 1024 * 1024 if sys.platform == "darwin" else 1024
+    print(f"peak-mb {peak}", file=sys.stderr)
+"""
+
+
+def measured_score(*args: str) -> tuple[subprocess.CompletedProcess, int]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURED, "score", *args],
+        capture_output=True,
+        check=False,
+        timeout=HANG_GUARD_S,
+    )
+    lines = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("peak-mb ")]
+    return proc, int(lines[-1].split()[1])
+
+
+@pytest.mark.parametrize("shape", sorted(__import__("hostile_shapes").SHAPES))
+def test_every_shape_of_ten_megabytes_scores_with_findings_in_bounded_memory(
+    monitor, tmp_path, shape
+):
+    """Each way of filling 10 MB scores, with its findings, under the hang guard and in
+    less than 500 MB (timings are in bench/hostile_inputs.py: about a second each)."""
+    from hostile_shapes import sized
+
+    path = tmp_path / f"{shape}.json"
+    path.write_bytes(sized(shape, 10 * 1024 * 1024))
+    proc, peak = measured_score("--monitor", monitor, str(path), "--json", "--top", "3")
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    [record] = [json.loads(r) for r in proc.stdout.decode().splitlines()]
+    assert record["input"] == str(path)
+    assert peak < MEMORY_MB, peak
+
+
+def test_findings_of_8000_cheap_steps_search_a_bounded_number_of_prefixes(monitor, tmp_path):
+    """The issue's 8,000 cheap steps (1 MB) with --top 3 took over a minute: every
+    prefix was scored. The search finds the same top steps in a bounded number."""
+    from hostile_shapes import cheap_steps, encoded
+
+    from monsearch.strategies.export.plugin._rises import BUDGET, CALL_COST
+
+    doc = cheap_steps(1_170_000)
+    assert len(doc["steps"]) >= 8000
+    path = tmp_path / "cheap.json"
+    path.write_bytes(encoded(doc))
+    proc = score_cli("--monitor", monitor, str(path), "--json", "--top", "3")
+    assert proc.returncode == 0, proc.stderr.decode()
+    [record] = [json.loads(r) for r in proc.stdout.decode().splitlines()]
+    # The seed monitor's noise detector rises from the 41st request on, by less each time.
+    assert [f["step"] for f in record["findings"]] == [40, 41, 42]
+    partial = record["findings_partial"]
+    assert partial["prefixes"] == len(doc["steps"]) + 1
+    assert partial["prefixes_scored"] <= BUDGET // CALL_COST
+    # The table says how much was searched.
+    proc = score_cli("--monitor", monitor, str(path), "--top", "3")
+    table = " ".join(proc.stdout.decode().split())
+    assert f"(searched {partial['prefixes_scored']} of {partial['prefixes']} prefixes" in table
+
+
+def test_findings_of_real_runs_are_those_of_every_prefix(plugin, tmp_path_factory):
+    """On the val runs, findings() gives what scoring every prefix with built views gave
+    (the code before the search and the derived prefix views)."""
+    core = sys.modules[plugin.__name__ + ".core"]
+    val = shared_setup(tmp_path_factory)["val"]
+    compared = 0
+    for traj in list(val)[:80]:
+        t = plugin.load(traj)
+        hook = core._OracleHook(None, core._cap())
+        fn = core._instance(hook)
+        try:
+            full = core.build_view(t)
+            core._run(fn, full, hook, t)
+            prefix = [
+                core._run(fn, core.build_view(core._prefix(t, k)), hook, t).score
+                for k in range(len(t.steps) + 1)
+            ]
+        finally:
+            core._discard(fn)
+        expected = sorted(
+            (
+                (k - 1, prefix[k] - prefix[k - 1])
+                for k in range(1, len(prefix))
+                if prefix[k] > prefix[k - 1]
+            ),
+            key=lambda x: (-x[1], x[0]),
+        )[:10]
+        got = plugin.findings(t, top=10)
+        assert "partial" not in got
+        assert [(f["step"], f["delta"]) for f in got["steps"]] == expected
+        compared += bool(expected)
+    assert compared > 10
+
+
+def test_a_five_megabyte_output_of_secret_tokens_classifies_a_bounded_number(plugin):
+    """The issue's 160k secret-shaped tokens in one 5 MB output (over a minute even with
+    --top 0): the scan looks at SCAN_WORDS words, the known-value search is bounded."""
+    from hostile_shapes import secret_tokens
+
+    vendored = sys.modules[plugin.__name__ + "._vendor.secrets"]
+    view = sys.modules[plugin.__name__ + "._vendor.view"]
+    plugin.clear_caches()
+    doc = secret_tokens(5_000_000)
+    assert len(doc["steps"][0]["output"].split()) >= 150_000
+    result = plugin.evaluate(doc)
+    found = plugin.findings(doc, top=3)
+    assert result.error is None and found["score"] == result.score
+    assert vendored.word_findings.cache_info().misses <= 2 * (view.SCAN_WORDS + 10)

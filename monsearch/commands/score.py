@@ -187,6 +187,7 @@ def _record(plugin: Any, label: str, traj: Any, budget: float | None, top: int) 
 
     result = plugin.evaluate(traj)
     decision = plugin.decide(result.score, budget)
+    found = plugin.findings(traj, top=top) if top else {"steps": []}
     record = {
         "input": label,
         "trajectory_id": traj.id,
@@ -194,8 +195,10 @@ def _record(plugin: Any, label: str, traj: Any, budget: float | None, top: int) 
         "decision": decision["decision"],
         "budget": decision["budget"],
         "threshold": decision.get("tau"),
-        "findings": finding_steps(plugin.findings(traj, top=top)["steps"]) if top else [],
+        "findings": finding_steps(found["steps"]),
     }
+    if "partial" in found:  # a long run: not every prefix was scored (plugin.findings)
+        record["findings_partial"] = _partial(found["partial"])
     if "escalate" in decision:
         record["escalate"] = decision["escalate"]
     if result.error:
@@ -203,11 +206,33 @@ def _record(plugin: Any, label: str, traj: Any, budget: float | None, top: int) 
     return record
 
 
+def _partial(partial: dict[str, Any]) -> dict[str, Any]:
+    from monsearch.strategies.export.display import rounded
+
+    out = dict(partial)
+    out["stretches"] = [{**s, "rise": rounded(s["rise"])} for s in partial.get("stretches", [])]
+    return out
+
+
+def _partial_text(partial: dict[str, Any]) -> str:
+    """The line under a long run's findings: how much of it they cover."""
+    text = f"(searched {partial['prefixes_scored']} of {partial['prefixes']} prefixes"
+    left = partial.get("stretches_left", 0)
+    if left:
+        s = partial["stretches"][0]
+        text += (
+            f"; {left} stretches unresolved, largest steps {s['first_step']}-{s['last_step']}"
+            f" +{s['rise']:.3g}"
+        )
+    return text + ")"
+
+
 SCORE_NOTE = (
     "score: the monitor's suspicion (higher: more likely an OPSEC failure); decision at the "
     "audit budget (the share of benign runs audited): audit when the score is above the "
     "threshold that flags that share of the val benign runs, pass below it, tie at it; top "
-    "findings: the steps that raised the score most, with the raise."
+    "findings: the steps that raised the score most, with the raise (in a run too long to "
+    "score every prefix, found by a search that says how many it scored)."
 )
 
 
@@ -226,7 +251,15 @@ def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, An
                     printable(r["input"]),
                     f"{r['score']:.4g}",
                     decision,
-                    "\n".join(printable(_finding_text(f)) for f in r["findings"]) or "-",
+                    "\n".join(
+                        [printable(_finding_text(f)) for f in r["findings"]]
+                        + (
+                            [_partial_text(r["findings_partial"])]
+                            if "findings_partial" in r
+                            else []
+                        )
+                    )
+                    or "-",
                 ],
                 "bold" if r["decision"] == "audit" else None,
             )

@@ -41,6 +41,7 @@ PLUGIN_DIR = Path(__file__).with_name("plugin")
 #: Plugin files copied as they are (``_orjson``/``_re2`` go to ``_vendor``).
 PLUGIN_FILES = (
     "core.py",
+    "_rises.py",
     "_messages.py",
     "inspect_scorer.py",
     "_inspect_registry.py",

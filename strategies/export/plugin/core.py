@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._meta import MONITOR, PROGRAM
+from ._rises import rises, weights
 from ._vendor import atif as _atif
 from ._vendor import codec as _codec
 from ._vendor import stealthbench as _sb
@@ -48,7 +49,7 @@ from ._vendor.restricted import (
     rerunnable,
 )
 from ._vendor.stepinput import TooDeepError, step_input
-from ._vendor.view import build_view
+from ._vendor.view import PrefixViews, build_view
 from ._vendor.view import clear_caches as _clear_view_caches
 
 __all__ = [
@@ -656,7 +657,13 @@ def findings(trajectory: Any, *, top: int = 10, oracle: Oracle | None = None) ->
     """What drove the score: the steps whose arrival raised it most (score of each prefix,
     so a step counts by what it added), with the requests, secrets and listeners the view
     found in them and where in the step's text they sit; and the program's per-detector
-    values where it has ``*_score`` functions."""
+    values where it has ``*_score`` functions.
+
+    Every prefix is scored unless that would cost more than ``_rises.BUDGET`` (runs of
+    many hundred steps): then the steps are found by a best-first search under that
+    budget, and ``partial`` says so: ``prefixes_scored`` of ``prefixes``, and the
+    ``stretches`` of steps (``first_step``, ``last_step``, ``rise``) whose rise was not
+    resolved into steps, largest first (``top`` of them; ``stretches_left`` in all)."""
     with _CollectorPaused():
         traj = load(trajectory)
         hook = _OracleHook(oracle, _cap())
@@ -670,32 +677,42 @@ def findings(trajectory: Any, *, top: int = 10, oracle: Oracle | None = None) ->
 def _findings(
     fn: Callable[[Any], Any], hook: _OracleHook, traj: Trajectory, top: int
 ) -> dict[str, Any]:
-    full = build_view(traj)
+    # The prefixes' views are derived from the full view (each equal to building it).
+    prefixes = PrefixViews(traj)
+    full = prefixes.full
     result = _run(fn, full, hook, traj)
-    prefix = [
-        _run(fn, build_view(_prefix(traj, k)), hook, traj).score for k in range(len(traj.steps) + 1)
-    ]
+    found = rises(
+        lambda k: _run(fn, prefixes.view(k), hook, traj).score, weights(full), result.score, top
+    )
     steps: list[dict[str, Any]] = []
-    for k in range(1, len(prefix)):
-        delta = prefix[k] - prefix[k - 1]
-        if delta > 0:
-            step = full["steps"][k - 1]
-            steps.append(
-                {
-                    "step": k - 1,
-                    "index": step["index"],
-                    "tool": step["tool"],
-                    "delta": delta,
-                    "evidence": _step_evidence(step),
-                }
-            )
+    for k, delta in found.steps.items():
+        step = full["steps"][k]
+        steps.append(
+            {
+                "step": k,
+                "index": step["index"],
+                "tool": step["tool"],
+                "delta": delta,
+                "evidence": _step_evidence(step),
+            }
+        )
     steps.sort(key=lambda f: (-f["delta"], f["step"]))
-    return {
+    out = {
         "score": result.score,
         "error": result.error,
         "detectors": _detectors(fn.__globals__, full),
         "steps": steps[:top],
     }
+    if not found.every_prefix:
+        out["partial"] = {
+            "prefixes_scored": found.scored,
+            "prefixes": len(traj.steps) + 1,
+            "stretches": [
+                {"first_step": a, "last_step": b, "rise": r} for a, b, r in found.stretches[:top]
+            ],
+            "stretches_left": len(found.stretches),
+        }
+    return out
 
 
 # --------------------------------------------------------------------------- decisions
