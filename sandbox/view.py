@@ -170,13 +170,13 @@ PARSE_BUDGET = 1_000_000
 #: What parsing a step costs besides its text (splitting, the request's URL...).
 STEP_PARSE_COST = 256
 #: Words of 16 characters or more the secret scan of one trajectory looks at.
-SCAN_WORDS = 64_000
+SCAN_WORDS = 30_000
 #: A trajectory of at most this many characters of commands and outputs cannot hold
 #: more than :data:`SCAN_WORDS` such words (each takes 16 at least): it is
 #: scanned without counting them.
 SCAN_FREE_CHARS = 16 * SCAN_WORDS
 #: Characters the search for earlier-found values may look through in one trajectory.
-SEARCH_BUDGET = 300_000_000
+SEARCH_BUDGET = 100_000_000
 #: A word the secret scan looks at (:func:`~monsearch.sandbox.secrets.scan` splits at
 #: whitespace, as ``\S`` does).
 _LONG_WORD = re.compile(r"\S{16,}")
@@ -441,6 +441,8 @@ class _Secrets:
         own, cached, ``sec.scan(text)`` is the same)."""
         if self.words is None or len(text) < 16:
             return None
+        if not self.words:  # (spent: any word at all cuts the scan to nothing)
+            return () if _LONG_WORD.search(text) else None
         n = len(_LONG_WORDS(text))
         if n <= self.words:
             self.words -= n
@@ -1139,19 +1141,33 @@ _NOT_PARSED: _StepEntry = (None, [], {}, (), (), 0)
 # (a parsed step has a text). A step repeated within or across runs skips parsing and
 # deriving with this one lookup when the earlier files its parse read are unchanged (as
 # a hit of :func:`_parse_step`'s cache needs).
-_DERIVED_CACHE: dict[tuple[str, str, str], _Derived] = {}
+_DERIVED_CACHE: dict[tuple[Any, ...], _Derived] = {}
 
 
-def _step_derived(tool: str, text: str, obs: str, files: dict[str, str], parse: bool) -> _Derived:
+def _step_derived(
+    tool: str,
+    text: str,
+    obs: str,
+    files: dict[str, str],
+    parse: bool,
+    obs_found: tuple[tuple[str, str], ...] | None = None,
+    text_found: tuple[tuple[str, str], ...] | None = None,
+) -> _Derived:
     """:func:`_derive` of the step's parse result (``parse``: read ``text`` with
-    :func:`_parse_step`, else :data:`_NOT_PARSED`), memoised."""
-    key = (tool, text, obs) if parse else ("", "", obs)
+    :func:`_parse_step`, else :data:`_NOT_PARSED`), memoised; with the scans of the
+    output and the text given when :data:`SCAN_WORDS` cut them (they join the key)."""
+    if obs_found is None and text_found is None:
+        key: tuple[Any, ...] = (tool, text, obs) if parse else ("", "", obs)
+    else:
+        text_found = text_found if parse else None
+        key = (tool, text, obs, obs_found, text_found) if parse else ("", "", obs, obs_found)
     hit = _DERIVED_CACHE.get(key)
     if hit is not None:
         deps = hit.deps
         if not deps or all(_dep_value(files, p) == c for p, c in deps.items()):
             return hit
-    derived = _derive(_parse_entry(tool, text, files) if parse else _NOT_PARSED, obs, text)
+    entry = _parse_entry(tool, text, files) if parse else _NOT_PARSED
+    derived = _derive(entry, obs, text, obs_found, text_found)
     if len(_DERIVED_CACHE) >= 100_000:
         _DERIVED_CACHE.clear()
     _DERIVED_CACHE[key] = derived
@@ -1225,9 +1241,8 @@ def _build(traj: Trajectory) -> FrozenDict:
             obs_cut = col.budgeted(obs)
         if obs_cut is None and (text_cut is None or not parse):
             derived = _step_derived(tool, text, obs, files, parse)
-        else:  # a scan cut short by SCAN_WORDS (not cached: it depends on the run)
-            entry = _parse_entry(tool, text, files) if parse else _NOT_PARSED
-            derived = _derive(entry, obs, text, obs_cut, text_cut if parse else None)
+        else:  # a scan cut short by SCAN_WORDS
+            derived = _step_derived(tool, text, obs, files, parse, obs_cut, text_cut)
         if parse:
             remember_step(files, tool, text, derived.written)
             parse_left -= derived.cost

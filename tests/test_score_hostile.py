@@ -255,12 +255,18 @@ MEMORY_MB = 500
 _MEASURED = """
 import resource, sys
 from monsearch.cli import main
+def peak_mb():
+    # VmHWM is this process's own peak: ru_maxrss keeps the parent's across fork + exec.
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(ln.split()[1]) // 1024 for ln in fh if ln.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak // (1024 * 1024 if sys.platform == "darwin" else 1024)
 try:
     main(sys.argv[1:])
 finally:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    peak //= 1024 * 1024 if sys.platform == "darwin" else 1024
-    print(f"peak-mb {peak}", file=sys.stderr)
+    print(f"peak-mb {peak_mb()}", file=sys.stderr)
 """
 
 
@@ -365,3 +371,27 @@ def test_a_five_megabyte_output_of_secret_tokens_classifies_a_bounded_number(plu
     found = plugin.findings(doc, top=3)
     assert result.error is None and found["score"] == result.score
     assert vendored.word_findings.cache_info().misses <= 2 * (view.SCAN_WORDS + 10)
+
+
+def test_a_run_of_too_many_steps_is_refused_by_score_and_import(monitor, tmp_path):
+    """10 MB of empty steps is 700,000 of them: their views alone took 790 MB. Score and
+    import refuse more than MAX_STEPS, in one line, before reading the steps."""
+    from hostile_shapes import document
+
+    from monsearch.corpora.readers.jsonio import MAX_STEPS
+
+    path = tmp_path / "empty-steps.json"
+    n = MAX_STEPS + 1
+    path.write_text(json.dumps(document([{"tool": "x"}] * n), separators=(",", ":")))
+    message = f"steps: expected at most {MAX_STEPS} steps, got {n}"
+    proc, peak = measured_score("--monitor", monitor, str(path))
+    assert proc.returncode == 1 and skipped(proc) == [f"skipped {path}: {message}"]
+    assert peak < MEMORY_MB
+    imp = subprocess.run(
+        [sys.executable, "-m", "monsearch", "corpus", "import", str(path)]
+        + ["--format", "stealthbench", "--out", str(tmp_path / "corpus")],
+        capture_output=True,
+        check=False,
+        timeout=HANG_GUARD_S,
+    )
+    assert imp.returncode == 2 and f"{path}: {message}" in imp.stderr.decode()

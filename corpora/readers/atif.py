@@ -57,6 +57,7 @@ from monsearch.corpora.readers.jsonio import (
     DEPTH_EXPECTED,
     MISSING,
     Node,
+    check_steps,
     iter_jsonl,
     load_json,
     path_text,
@@ -217,7 +218,10 @@ def _read_doc(
         label.used = True
     agent = doc.obj("agent", required=False)
 
-    prompt, steps, orphans = _read_steps(doc.array("steps"))  # type: ignore[arg-type]
+    nodes = doc.array("steps")
+    check_steps(doc, len(nodes))  # type: ignore[arg-type]
+    prompt, steps, orphans = _read_steps(nodes)  # type: ignore[arg-type]
+    check_steps(doc, len(steps))  # (each tool call and message makes a step)
     task = _pick(label and label.task, ms, extra, "task", lambda n, k: n.string(k, nonempty=True))
     generator = _pick(label and label.generator, ms, None, "generator", _nonempty)
     if generator is None and agent is not None:

@@ -34,6 +34,10 @@ DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 #: level 1). A trajectory needs about ten; recursive code over a document (json.dumps,
 #: orjson.dumps when a corpus is written, at 254) must never meet more.
 MAX_DEPTH = 100
+#: Most steps a trajectory may have: a real run has tens, a long one hundreds. A
+#: document with more is refused before its steps are read (a 10 MB document of empty
+#: steps holds 700,000: their views alone would take gigabytes).
+MAX_STEPS = 100_000
 #: Path components an error names of a too-deep value (the first ones say which field).
 _PATH_SHOWN = 8
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -137,6 +141,14 @@ def check_depth(value: Any, display: str, *, line: int | None = None, base: str 
         raise InputError(
             display, path_text(path, base), DEPTH_EXPECTED, "deeper nesting", line=line
         )
+
+
+def check_steps(node: Node, count: int, key: str = "steps") -> None:
+    """Refuse a trajectory of more than :data:`MAX_STEPS` steps (``count`` of them, read
+    from ``node[key]``)."""
+    if count > MAX_STEPS:
+        expected = f"at most {MAX_STEPS} steps"
+        raise InputError(node.src, node.at(key), expected, f"{count}", line=node.line)
 
 
 def parse_bytes(data: bytes, display: str, *, line: int | None = None) -> Any:

@@ -39,7 +39,13 @@ from typing import Any
 
 from monsearch.corpora.errors import InputError
 from monsearch.corpora.model import OUTCOMES, Step, Trajectory, Verdict, aggregate_panel
-from monsearch.corpora.readers.jsonio import DEFAULT_MAX_BYTES, MISSING, Node, load_json
+from monsearch.corpora.readers.jsonio import (
+    DEFAULT_MAX_BYTES,
+    MISSING,
+    Node,
+    check_steps,
+    load_json,
+)
 from monsearch.corpora.readers.report import FileProgress, ImportReport, ReportBuilder
 from monsearch.corpora.readers.stepinput import read_step_input
 from monsearch.corpora.readers.verdicts import (
@@ -200,7 +206,9 @@ def _read_run(
     task, prompt = _read_task(doc)
     outcome = doc.one_of("outcome", OUTCOMES)
     solved = doc.boolean("flag_correct", required=False)
-    steps = tuple(_read_step(n, i) for i, n in enumerate(doc.array("steps")))  # type: ignore[union-attr]
+    nodes = doc.array("steps")
+    check_steps(doc, len(nodes))  # type: ignore[arg-type]
+    steps = tuple(_read_step(n, i) for i, n in enumerate(nodes))  # type: ignore[arg-type]
     declared = doc.integer("step_count_total", required=False)
     if declared is not None and declared != len(steps):
         warnings.append(

@@ -36,6 +36,7 @@ from ._vendor.jsonio import (
     DEFAULT_MAX_BYTES,
     MISSING,
     Node,
+    check_steps,
     iter_jsonl,
     load_json,
     parse_bytes,
@@ -85,6 +86,7 @@ def _stealthbench(doc: Node) -> Trajectory:
     solved = doc.boolean("flag_correct", required=False)
     raw = doc.value.get("steps")
     if type(raw) is list:
+        check_steps(doc, len(raw))
         steps = _read_steps(raw, doc)
     else:
         steps = tuple(_sb._read_step(n, i) for i, n in enumerate(doc.array("steps") or []))
@@ -248,6 +250,8 @@ def _from_value(value: Any, display: str, line: int | None = None) -> Trajectory
     if "schema_version" in value:
         return _atif_doc(doc)
     if "generator" in value and "id" in value and "steps" in value:
+        if isinstance(value["steps"], list):
+            check_steps(doc, len(value["steps"]))
         try:  # a monsearch corpus record (codec form)
             return _codec.trajectory_from_dict(value)
         except (KeyError, TypeError, ValueError) as exc:
