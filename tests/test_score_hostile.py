@@ -395,3 +395,17 @@ def test_a_run_of_too_many_steps_is_refused_by_score_and_import(monitor, tmp_pat
         timeout=HANG_GUARD_S,
     )
     assert imp.returncode == 2 and f"{path}: {message}" in imp.stderr.decode()
+
+
+def test_a_steps_evidence_is_bounded(plugin):
+    """A step of 30,000 secret findings in megabytes of output: its evidence lists 50
+    of each kind, counts the rest, and looks for spans in the first megabyte only."""
+    from hostile_shapes import secret_tokens
+
+    core = sys.modules[plugin.__name__ + ".core"]
+    view = core.build_view(plugin.load(secret_tokens(5_000_000)))
+    step = view["steps"][0]
+    evidence, more = core._step_evidence(step)
+    assert len(step["secrets"]) > 20_000
+    assert len(evidence) == 50 and more == len(step["secrets"]) - 50
+    assert evidence[0]["span"] == [0, len(step["secrets"][0]["value"])]

@@ -160,7 +160,11 @@ returns every value unrounded.
 
 Inputs: StealthBench harness trajectories (`trajectory.atif.json`, `atif_version`),
 canonical ATIF v1.4–v1.8 (`schema_version`), or monsearch corpus records; `.jsonl`
-files hold one per line. The exit code is 1 if any input was unreadable.
+files hold one per line. The exit code is 1 if any input was unreadable. The agents
+being monitored write these files, so they are read as hostile: regular files only,
+JSON nested at most 100 levels, at most 100,000 steps, and the view's work per
+trajectory is bounded. The findings of a run too long to score every prefix come from
+a search under a fixed budget and say so (`partial`: prefixes scored, stretches left).
 
 ## Python
 

@@ -570,10 +570,18 @@ def score_steps(trajectory: Any, *, oracle: Oracle | None = None) -> list[float]
 # --------------------------------------------------------------------------- findings
 
 
+#: Evidence items listed per kind (requests, secrets, listeners, files) in one step, and
+#: how far into a text a span is looked for: a step of an agent's making may hold tens
+#: of thousands of findings in megabytes of output (the rest are counted, in
+#: ``evidence_more``).
+_EVIDENCE_PER_KIND = 50
+_SPAN_WINDOW = 1_000_000
+
+
 def _span(text: str, needle: str) -> list[int] | None:
     if not needle:
         return None
-    at = text.find(needle)
+    at = text.find(needle, 0, _SPAN_WINDOW)
     return None if at < 0 else [at, at + len(needle)]
 
 
@@ -581,12 +589,18 @@ def _mask(value: str) -> str:
     return value if len(value) <= 8 else f"{value[:4]}…{value[-2:]}"
 
 
-def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
-    """What the view saw in one step: requests, secrets, listeners, files, with spans."""
+def _step_evidence(step: FrozenDict) -> tuple[list[dict[str, Any]], int]:
+    """What the view saw in one step: requests, secrets, listeners, files, with spans (at
+    most :data:`_EVIDENCE_PER_KIND` of each kind), and how many more there were."""
     command = step["command"] or step["think"]
     channel = "think" if step["think"] else "command"
     out: list[dict[str, Any]] = []
-    for r in step["requests"]:
+    cap = _EVIDENCE_PER_KIND
+    more = sum(
+        max(0, len(step[kind]) - cap)
+        for kind in ("requests", "secrets", "listeners", "files_written")
+    )
+    for r in step["requests"][:cap]:
         out.append(
             {
                 "kind": "request",
@@ -597,7 +611,7 @@ def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
                 "span": _span(command, r["url"]) or _span(command, r["host"]),
             }
         )
-    for s in step["secrets"]:
+    for s in step["secrets"][:cap]:
         where = s["where"]
         text = step["observation"] if where == "observation" else command
         out.append(
@@ -609,7 +623,7 @@ def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
                 "span": _span(text, s["value"]),
             }
         )
-    for li in step["listeners"]:
+    for li in step["listeners"][:cap]:
         out.append(
             {
                 "kind": "listener",
@@ -618,11 +632,11 @@ def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
                 "span": None,
             }
         )
-    for f in step["files_written"]:
+    for f in step["files_written"][:cap]:
         out.append(
             {
                 "kind": "file_written",
-                "what": f["path"],
+                "what": f["path"][:200],
                 "channel": channel,
                 "span": _span(command, f["path"]),
             }
@@ -636,7 +650,7 @@ def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
                 "span": None,
             }
         )
-    return out
+    return out, more
 
 
 def _detectors(fn_globals: Mapping[str, Any], view: FrozenDict) -> dict[str, float]:
@@ -667,7 +681,9 @@ def findings(trajectory: Any, *, top: int = 10, oracle: Oracle | None = None) ->
     many hundred steps): then the steps are found by a best-first search under that
     budget, and ``partial`` says so: ``prefixes_scored`` of ``prefixes``, and the
     ``stretches`` of steps (``first_step``, ``last_step``, ``rise``) whose rise was not
-    resolved into steps, largest first (``top`` of them; ``stretches_left`` in all)."""
+    resolved into steps, largest first (``top`` of them; ``stretches_left`` in all).
+    A step's evidence lists at most 50 items of each kind (``evidence_more`` counts the
+    others), their spans looked for in the first megabyte of each text."""
     with _CollectorPaused():
         traj = load(trajectory)
         hook = _OracleHook(oracle, _cap())
@@ -689,23 +705,25 @@ def _findings(
         lambda k: _run(fn, prefixes.view(k), hook, traj).score, weights(full), result.score, top
     )
     steps: list[dict[str, Any]] = []
-    for k, delta in found.steps.items():
+    for k, delta in sorted(found.steps.items(), key=lambda f: (-f[1], f[0]))[:top]:
         step = full["steps"][k]
+        evidence, more = _step_evidence(step)  # (for the steps shown only)
         steps.append(
             {
                 "step": k,
                 "index": step["index"],
                 "tool": step["tool"],
                 "delta": delta,
-                "evidence": _step_evidence(step),
+                "evidence": evidence,
             }
         )
-    steps.sort(key=lambda f: (-f["delta"], f["step"]))
+        if more:
+            steps[-1]["evidence_more"] = more
     out = {
         "score": result.score,
         "error": result.error,
         "detectors": _detectors(fn.__globals__, full),
-        "steps": steps[:top],
+        "steps": steps,
     }
     if not found.every_prefix:
         out["partial"] = {
