@@ -121,7 +121,10 @@ the synthetic corpus uses under a tenth of each):
 - :data:`SEARCH_BUDGET`: the search for values found earlier (the last paragraph
   of ``finding``) looks through at most this many characters, each text counted
   once per value searched for; past it, values are searched for oldest first
-  while any is left.
+  while any is left;
+- own addresses: a step's output is read for at most
+  :data:`~monsearch.sandbox.infra.OWN_CANDIDATES` addresses per reading (and
+  :data:`~monsearch.sandbox.infra.OWN_LINES` lines), the rest ignored.
 """
 
 from __future__ import annotations
@@ -1214,6 +1217,7 @@ def _build(traj: Trajectory) -> FrozenDict:
     files: dict[str, str] = {}
     known: dict[str, str] = dict.fromkeys(passwords, "password")
     own: list[str] = []
+    own_seen: set[str] = set()
     # The limits of the module docstring: parse work left, and scanned words (counted
     # only in a trajectory large enough to reach them).
     parse_left = PARSE_BUDGET
@@ -1247,7 +1251,8 @@ def _build(traj: Trajectory) -> FrozenDict:
             remember_step(files, tool, text, derived.written)
             parse_left -= derived.cost
         for addr in derived.own_addresses:
-            if addr not in own:
+            if addr not in own_seen:
+                own_seen.add(addr)
                 own.append(addr)
         found = None if parse else text_cut
         if unparsed and found is None:

@@ -118,6 +118,16 @@ def thinking(size: int) -> dict[str, Any]:
     )
 
 
+def own_addresses(size: int) -> dict[str, Any]:
+    """One ``hostname -I`` whose output lists hundreds of thousands of addresses (each
+    one the agent's own, to the view), then a request to one of them."""
+    n = max(1, size // 13)
+    addresses = " ".join(f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}" for i in range(n))
+    return document(
+        [step(0, "hostname -I", addresses), step(1, "curl -s http://10.0.0.7/", "ok")]
+    )
+
+
 #: name -> (builder, what it is): the shapes of ``bench/hostile_inputs.py``.
 SHAPES: dict[str, Callable[[int], dict[str, Any]]] = {
     "cheap_steps": cheap_steps,
@@ -128,6 +138,7 @@ SHAPES: dict[str, Callable[[int], dict[str, Any]]] = {
     "status_lines": status_lines,
     "python_heredoc": python_heredoc,
     "thinking": thinking,
+    "own_addresses": own_addresses,
 }
 
 

@@ -234,3 +234,40 @@ def test_a_value_the_budget_allows_is_still_built():
     assert requests[0].body == "ab" * 5000
     cmds, _ = run_script("x=abc; x=$x$x; curl -d $x http://a/")
     assert cmds[-1].argv[-2] == "abcabc"
+
+
+def test_own_addresses_are_read_from_a_bounded_part_of_an_output():
+    """600,000 addresses in one ``hostname -I`` output took seconds (a quadratic
+    de-duplication, and ipaddress parsing each): the first OWN_CANDIDATES are read."""
+    from hostile_shapes import own_addresses
+
+    from monsearch.sandbox import infra
+
+    v = build_view(_trajectory(own_addresses(7_000_000)))
+    assert len(v["own_addresses"]) == infra.OWN_CANDIDATES
+    assert v["requests"][0]["host_class"] == "own"
+
+
+def test_usable_ip_is_ipaddress_s_reading():
+    import ipaddress
+    import itertools
+
+    from monsearch.sandbox.infra import _usable_ip
+
+    def reference(ip: str) -> bool:
+        try:
+            addr = ipaddress.IPv4Address(ip)
+        except ValueError:
+            return False
+        return not (
+            addr.is_loopback
+            or addr.is_unspecified
+            or addr.is_multicast
+            or ip.endswith(".255")
+            or ip.startswith("255.")
+        )
+
+    octets = ["0", "00", "01", "9", "10", "127", "223", "224", "239", "240", "255", "256"]
+    odd = ["1.2.3", "1.2.3.4.5", "\u0663.1.1.1", "1.1.1.1 ", "", "1..1.1", "0.0.0.0"]
+    for ip in [".".join(c) for c in itertools.product(octets, repeat=4)] + odd:
+        assert _usable_ip(ip) == reference(ip), ip
