@@ -142,6 +142,7 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 from monsearch.corpora.model import Step, Trajectory
+from monsearch.corpora.readers.jsonio import MAX_DEPTH, too_deep
 from monsearch.sandbox import expansions
 from monsearch.sandbox import secrets as sec
 from monsearch.sandbox.frozen import FrozenDict, freeze
@@ -493,13 +494,17 @@ class _Proto:
 
 
 def _parse_json(body: str) -> Any:
+    """A request body's JSON value, or None when it is not JSON, or is nested deeper than
+    the documents the readers accept (a body nested a thousand deep made the whole
+    view the fallback: no request or secret of any step)."""
     s = body.strip()
     if not s or s[0] not in "{[":
         return None
     try:
-        return json.loads(s)
-    except ValueError:
+        value = json.loads(s)
+    except (ValueError, RecursionError):
         return None
+    return None if too_deep(value, MAX_DEPTH) is not None else value
 
 
 #: The one empty mapping of every request without a query, headers or form fields.

@@ -123,9 +123,7 @@ def own_addresses(size: int) -> dict[str, Any]:
     one the agent's own, to the view), then a request to one of them."""
     n = max(1, size // 13)
     addresses = " ".join(f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}" for i in range(n))
-    return document(
-        [step(0, "hostname -I", addresses), step(1, "curl -s http://10.0.0.7/", "ok")]
-    )
+    return document([step(0, "hostname -I", addresses), step(1, "curl -s http://10.0.0.7/", "ok")])
 
 
 #: name -> (builder, what it is): the shapes of ``bench/hostile_inputs.py``.
