@@ -185,13 +185,19 @@ def _trajectories(
 def _record(plugin: Any, label: str, traj: Any, budget: float | None, top: int) -> dict[str, Any]:
     from monsearch.strategies.export.display import finding_steps
 
-    result = plugin.evaluate(traj)
-    decision = plugin.decide(result.score, budget)
-    found = plugin.findings(traj, top=top) if top else {"steps": []}
+    if top:
+        # findings() scores the whole trajectory first, with a fresh program instance as
+        # evaluate() does: its score is evaluate's, and the view is built once, not twice.
+        found = plugin.findings(traj, top=top)
+        score, error = found["score"], found["error"]
+    else:
+        result = plugin.evaluate(traj)
+        found, score, error = {"steps": []}, result.score, result.error
+    decision = plugin.decide(score, budget)
     record = {
         "input": label,
         "trajectory_id": traj.id,
-        "score": result.score,
+        "score": score,
         "decision": decision["decision"],
         "budget": decision["budget"],
         "threshold": decision.get("tau"),
@@ -201,8 +207,8 @@ def _record(plugin: Any, label: str, traj: Any, budget: float | None, top: int) 
         record["findings_partial"] = _partial(found["partial"])
     if "escalate" in decision:
         record["escalate"] = decision["escalate"]
-    if result.error:
-        record["error"] = result.error
+    if error:
+        record["error"] = error
     return record
 
 
