@@ -674,6 +674,32 @@ def oracle_rows(d: dict, ctx: Ctx) -> list[Row]:
     ]
 
 
+def hostile_rows(d: dict, ctx: Ctx) -> list[Row]:
+    rows = d["rows"]
+    contained = [r for r in rows if not r["timeout"] and r["exit"] in (0, 1)]
+    s = "bench/hostile_inputs.py"
+    return [
+        row(
+            f"`monsearch score` of hostile inputs of at most 10 MB, slowest ({len(rows)} shapes)",
+            f"{d['slowest_s']:.2f} s wall, interpreter start included",
+            s,
+            value=d["slowest_s"],
+            target=f"<= {d['target_s']:.0f} s",
+            ok=d["slowest_s"] <= d["target_s"],
+            issue="25",
+        ),
+        row(
+            "… largest peak memory; inputs scored or refused in one line",
+            f"{d['largest_peak_mb']} MB; {len(contained)} of {len(rows)}",
+            s,
+            value=d["largest_peak_mb"],
+            target=f"< {d['target_mb']} MB; all",
+            ok=d["largest_peak_mb"] < d["target_mb"] and len(contained) == len(rows),
+            issue="25",
+        ),
+    ]
+
+
 def _script(name: str) -> Callable[[Ctx], list[str]]:
     def argv(ctx: Ctx) -> list[str]:
         return [sys.executable, str(BENCH / f"{name}.py")]
@@ -741,6 +767,7 @@ BENCHES: list[Bench] = [
         dask_rows,
     ),
     Bench("oracle_bench", "bench/oracle_bench.py", lambda c: ["--json"], oracle_rows),
+    Bench("hostile_inputs", "bench/hostile_inputs.py", lambda c: ["--json"], hostile_rows),
 ]
 NEEDS_RUN = {"sealed_test", "export_speed"}
 

@@ -46,6 +46,7 @@ PLUGIN_FILES = (
     "_isolation.py",
     "_wire.py",
     "_worker.py",
+    "_rises.py",
     "_messages.py",
     "inspect_scorer.py",
     "_inspect_registry.py",

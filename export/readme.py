@@ -206,7 +206,11 @@ cat run.json | {dist} -
             corpus records; `.jsonl` files hold one per line. The exit code is 1 if any input
             was unreadable. A trajectory the program did not finish has `status` `error`,
             `timeout` or `memory`, the reason in `error`, the status as its `decision`, and
-            no findings (see "Limits" below).""")),
+            no findings (see "Limits" below). The agents being monitored write these files,
+            so they are read as hostile: regular files only, JSON nested at most 100 levels,
+            at most 100,000 steps, and the view's work per trajectory is bounded. The
+            findings of a run too long to score every prefix come from a search under a
+            fixed budget and say so (`partial`: prefixes scored, stretches left).""")),
     ]
 
 

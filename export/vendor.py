@@ -43,6 +43,7 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("monsearch.corpora.readers.atif", "atif"),
     ("monsearch.sandbox.frozen", "frozen"),
     ("monsearch.sandbox.secrets", "secrets"),
+    ("monsearch.sandbox.expansions", "expansions"),
     ("monsearch.sandbox.shell", "shell"),
     ("monsearch.sandbox.http_extract", "http_extract"),
     ("monsearch.sandbox.http_python", "http_python"),

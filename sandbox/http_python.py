@@ -34,7 +34,10 @@ variables the shell set (``os.environ.get(k, default)`` gives the default),
 ``argparse`` defaults and options from both.
 
 Unknown values render as ``{name}`` placeholders (``f"Bearer {token}"``), so the
-request shape survives. Code that does not parse falls back to regexes.
+request shape survives. Code that does not parse falls back to regexes. Text the code
+builds (concatenation, repetition, formatting, joins, JSON) is counted against the
+text's expansion budget (:mod:`monsearch.sandbox.expansions`): past it, what would be
+built is unknown (``{…}``), so ``x = x + x`` in a loop cannot grow without end.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
+from monsearch.sandbox import expansions
 from monsearch.sandbox.http_extract import (
     ModuleLookup,
     Request,
@@ -218,11 +222,66 @@ def _text(v: Any) -> str:
     if isinstance(v, bool) or v is None or isinstance(v, (int, float)):
         return str(v)
     if isinstance(v, (dict, list, tuple)):
+        if not expansions.spend(_size(v)):
+            return _TOO_BIG
         try:
             return str(_plain(v))
         except (TypeError, ValueError, RecursionError):
             return "{?}"
     return "{?}"
+
+
+#: How a value too large to build prints (see :mod:`monsearch.sandbox.expansions`).
+_TOO_BIG = "{…}"
+#: Deeper than this, a value counts as too large (the reader's own values are shallow;
+#: a list that contains itself is not).
+_SIZE_DEPTH = 200
+
+
+def _size(v: Any, depth: int = 0) -> int:
+    """About how many characters ``_text``/``json.dumps`` of ``v`` take (at least that
+    many, up to the escapes; past the expansion budget, more than it: the count stops)."""
+    if isinstance(v, str):
+        return len(v) + 2
+    if isinstance(v, (dict, list, tuple)):
+        if depth > _SIZE_DEPTH:
+            return expansions.EXPANSION_BUDGET + 1
+        total = 2
+        items = v.items() if isinstance(v, dict) else enumerate(v)
+        for k, x in items:
+            total += (_size(k, depth + 1) if isinstance(v, dict) else 0) + _size(x, depth + 1) + 2
+            if total > expansions.EXPANSION_BUDGET:
+                break
+        return total
+    return 24
+
+
+def _json_text(value: Any, **options: Any) -> str | None:
+    """``json.dumps(_plain(value), **options)`` if the budget allows it, else None."""
+    indent = options.get("indent")
+    # The indent is repeated per level and item: indent=10**9 would be gigabytes.
+    if isinstance(indent, (int, str)) and (
+        indent if isinstance(indent, int) else len(indent)
+    ) > 64:
+        return None
+    if not expansions.spend(_size(value)):
+        return None
+    return json.dumps(_plain(value), **options)
+
+
+def _urlencode(query: Any, doseq: bool = False) -> str | Unknown:
+    """``urlencode(query)`` of text pairs if the budget allows it (each byte may become
+    ``%XX``)."""
+    pairs = query.items() if isinstance(query, dict) else query
+    size = sum(len(_text(k)) + len(_text(v)) + 2 for k, v in pairs)
+    if not expansions.spend(3 * size):
+        return Unknown("…")
+    return urlencode(query, doseq=doseq)
+
+
+def _built(text: str) -> str | Unknown:
+    """``text``, built from known parts, if the budget allows it."""
+    return text if expansions.spend(len(text)) else Unknown("…")
 
 
 def _plain(v: Any) -> Any:
@@ -709,12 +768,14 @@ class _Reader:
                             if isinstance(x, ast.Constant)
                         )  # type: ignore[attr-defined]
                         try:
+                            if expansions.HUGE_WIDTH.search(spec):  # {n:>999999999}
+                                raise ValueError(spec)
                             parts.append(format(val, spec))
                         except ValueError:
                             parts.append(str(val))
                     else:
                         parts.append(_text(val))
-            return "".join(parts)
+            return _built("".join(parts)) if len(parts) > 1 else "".join(parts)
         if kind is _Slice:
             # ``sys.argv[4:]``, ``parts[1:-1]``: a slice with known integer bounds
             parts = (node.lower, node.upper, node.step)
@@ -786,24 +847,41 @@ class _Reader:
                 if isinstance(a, (int, float)) and isinstance(b, (int, float)):
                     return a + b
                 if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+                    if not expansions.spend(len(a) + len(b)):
+                        return Unknown("…")
                     return list(a) + list(b)
                 if isinstance(a, (str, Unknown)) or isinstance(b, (str, Unknown)):
-                    return _text(a) + _text(b)
+                    left, right = _text(a), _text(b)
+                    if not expansions.spend(len(left) + len(right)):
+                        return Unknown("…")
+                    return left + right
             elif isinstance(op, ast.Mod) and isinstance(a, str):
+                if expansions.HUGE_WIDTH.search(a):  # "%0999999999d": not built
+                    return Unknown("…")
                 args = b if isinstance(b, tuple) else (b,)
                 if isinstance(b, dict):
-                    return a % {k: _text(v) for k, v in b.items()}
+                    return _built(a % {k: _text(v) for k, v in b.items()})
                 try:
-                    return a % tuple(x if isinstance(x, (int, float)) else _text(x) for x in args)
+                    return _built(
+                        a % tuple(x if isinstance(x, (int, float)) else _text(x) for x in args)
+                    )
                 except (TypeError, ValueError):
                     return a
             elif isinstance(op, ast.Mult):
                 if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                    # x = x * x in a loop: a number of 2**64 digits.
+                    if (
+                        isinstance(a, int)
+                        and isinstance(b, int)
+                        and a.bit_length() + b.bit_length() > 4096
+                    ):
+                        return Unknown("…")
                     return a * b
+                if isinstance(b, (str, list)) and isinstance(a, int):
+                    a, b = b, a
                 if isinstance(a, (str, list)) and isinstance(b, int) and b <= 10_000:
-                    return a * b
-                if isinstance(b, (str, list)) and isinstance(a, int) and a <= 10_000:
-                    return b * a
+                    # Counted before it is built: ("A" * 10000) * 10000 is 100 MB.
+                    return a * b if expansions.spend(len(a) * max(b, 0)) else Unknown("…")
             elif (
                 isinstance(op, ast.Sub)
                 and isinstance(a, (int, float))
@@ -1058,21 +1136,22 @@ class _Reader:
             if isinstance(target, Obj) and target.kind == "file":
                 path = target.attrs["path"]
                 try:
-                    text = json.dumps(_plain(args[0]))
+                    text = _json_text(args[0]) or ""
                 except (TypeError, ValueError):
                     text = ""
                 self.written[path] = self.written.get(path, "") + text
             return None
         if name in ("json.dumps",):
             try:
-                return json.dumps(
-                    _plain(args[0]),
+                text = _json_text(
+                    args[0],
                     **{
                         k: v
                         for k, v in kwargs.items()
                         if k in ("indent", "separators", "sort_keys")
                     },
                 )
+                return Unknown("…") if text is None else text
             except (TypeError, ValueError, IndexError):
                 return Unknown("json")
         if name == "json.loads" and args and isinstance(args[0], str):
@@ -1163,11 +1242,11 @@ class _Reader:
         if name in ("urllib.parse.urlencode", "urllib.urlencode") and args:
             data = args[0]
             if isinstance(data, dict):
-                return urlencode(
+                return _urlencode(
                     {_text(k): _text(v) for k, v in data.items()}, doseq=bool(kwargs.get("doseq"))
                 )
             if isinstance(data, (list, tuple)):
-                return urlencode(
+                return _urlencode(
                     [
                         (_text(p[0]), _text(p[1]))
                         for p in data
@@ -1175,8 +1254,11 @@ class _Reader:
                     ]
                 )
         if name in ("urllib.parse.quote", "urllib.parse.quote_plus", "urllib.quote") and args:
+            text = _text(args[0])
+            if not expansions.spend(3 * len(text)):  # each byte may become %XX
+                return Unknown("…")
             return quote(
-                _text(args[0]),
+                text,
                 safe=_text(kwargs.get("safe", "/")) if name.endswith("quote") else "",
             )
         if lib == "base64" and args and isinstance(args[0], str):
@@ -1188,6 +1270,8 @@ class _Reader:
                         "b32encode": base64.b32encode,
                     }.get(last)
                     if fn:
+                        if not expansions.spend(2 * len(args[0])):  # 4/3, or 8/5 for b32
+                            return Unknown("…")
                         return fn(args[0].encode()).decode()
                 if "decode" in last:
                     fn2 = {
@@ -1292,7 +1376,8 @@ class _Reader:
             if name == "append" and args:
                 obj.append(args[0])
             elif name == "extend" and args and isinstance(args[0], (list, tuple)):
-                obj.extend(args[0])
+                if expansions.spend(len(args[0])):  # x.extend(x) in a loop doubles it
+                    obj.extend(args[0])
             elif name == "insert" and len(args) >= 2 and isinstance(args[0], int):
                 obj.insert(args[0], args[1])
             return None
@@ -1399,7 +1484,9 @@ class _Reader:
         if kind == "file":
             if name == "write" and args:
                 path = obj.attrs["path"]
-                self.written[path] = self.written.get(path, "") + _text(args[0])
+                text = _text(args[0])
+                if expansions.spend(len(text)):  # appends in a loop add up
+                    self.written[path] = self.written.get(path, "") + text
             elif name == "read":
                 content = self.files(obj.attrs["path"])
                 return content if content is not None else Unknown("", node)
@@ -1496,13 +1583,15 @@ class _Reader:
         form: dict[str, str] = {}
         content_type = None
         if "json" in kwargs and kwargs["json"] is not None:
-            body = json.dumps(_plain(kwargs["json"]))
+            body = _json_text(kwargs["json"])
+            if body is None:
+                body = Unknown("…")
             content_type = "application/json"
         elif "data" in kwargs and kwargs["data"] is not None or "content" in kwargs:
             data = kwargs.get("data", kwargs.get("content"))
             if isinstance(data, dict):
                 form = {_text(k): _text(v) for k, v in data.items()}
-                body = urlencode(form)
+                body = _urlencode(form)
                 content_type = "application/x-www-form-urlencoded"
             else:
                 body = data
@@ -1513,7 +1602,7 @@ class _Reader:
             content_type = "multipart/form-data"
         params = kwargs.get("params")
         if isinstance(params, dict) and url is not None:
-            qs = urlencode({_text(k): _text(v) for k, v in params.items()})
+            qs = _text(_urlencode({_text(k): _text(v) for k, v in params.items()}))
             u = _text(url)
             url = f"{u}{'&' if '?' in u else '?'}{qs}"
         if content_type and not any(k.lower() == "content-type" for k in headers):
@@ -1586,7 +1675,7 @@ class _Reader:
             else (
                 _text(body)
                 if not isinstance(body, (dict, list))
-                else urlencode({_text(k): _text(v) for k, v in body.items()})
+                else _text(_urlencode({_text(k): _text(v) for k, v in body.items()}))
                 if isinstance(body, dict)
                 else _text(body)
             )
@@ -1883,29 +1972,42 @@ def _str_method(s: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> A
     if name in ("strip", "rstrip", "lstrip") and not args:
         return getattr(s, name)()
     if name in ("upper", "lower", "title", "capitalize"):
-        return getattr(s, name)()
+        return getattr(s, name)() if expansions.spend(len(s)) else Unknown("…")
     if name in ("strip", "rstrip", "lstrip") and args and isinstance(args[0], str):
         return getattr(s, name)(args[0])
     if name == "format":
+        if expansions.HUGE_WIDTH.search(s):  # "{:>999999999}": not built
+            return Unknown("…")
         try:
-            return s.format(
-                *[_text(a) if not isinstance(a, (int, float)) else a for a in args],
-                **{
-                    k: (_text(v) if not isinstance(v, (int, float)) else v)
-                    for k, v in kwargs.items()
-                },
+            return _built(
+                s.format(
+                    *[_text(a) if not isinstance(a, (int, float)) else a for a in args],
+                    **{
+                        k: (_text(v) if not isinstance(v, (int, float)) else v)
+                        for k, v in kwargs.items()
+                    },
+                )
             )
         except (IndexError, KeyError, ValueError):
             return s
     if name == "replace" and len(args) >= 2:
-        return s.replace(_text(args[0]), _text(args[1]))
+        old, new = _text(args[0]), _text(args[1])
+        # Counted before it is built: each of the (up to len(s) + 1) matches grows it.
+        count = s.count(old) if old else len(s) + 1
+        if not expansions.spend(len(s) + count * max(0, len(new) - len(old))):
+            return Unknown("…")
+        return s.replace(old, new)
     if name == "join" and args:
         seq = args[0]
         if isinstance(seq, (list, tuple)):
-            return s.join(_text(x) for x in seq)
+            texts = [_text(x) for x in seq]
+            size = sum(map(len, texts)) + len(s) * max(0, len(texts) - 1)
+            return s.join(texts) if expansions.spend(size) else Unknown("…")
     if name == "split":
         return s.split(args[0] if args and isinstance(args[0], str) else None)
     if name in ("zfill", "rjust", "ljust") and args and isinstance(args[0], int):
+        if not expansions.spend(max(0, args[0])):  # "x".rjust(10**9)
+            return Unknown("…")
         return getattr(s, name)(*args[:2])
     return Unknown(f"{s[:20]}.{name}()")
 
@@ -2307,14 +2409,18 @@ def read_python(
         files if files is not None else (lambda _p: None), modules, argv, environ, path
     )
     env: dict[str, Any] = {"__name__": "__main__", "__file__": script or "<stdin>"}
-    if session:
-        _replay_cells(reader, session, env)
-    # Whatever was read before a failure or the step budget is still kept. (A plain
-    # try: suppress() costs three calls, ~1 % of a read.)
-    try:  # noqa: SIM105
-        reader.run(body, env)
-    except Exception:  # noqa: BLE001
-        pass
+    expansions.begin()
+    try:
+        if session:
+            _replay_cells(reader, session, env)
+        # Whatever was read before a failure or the step budget is still kept. (A plain
+        # try: suppress() costs three calls, ~1 % of a read.)
+        try:  # noqa: SIM105
+            reader.run(body, env)
+        except Exception:  # noqa: BLE001
+            pass
+    finally:
+        expansions.end()
     reqs = [r for r in reader.out if split_url(r.url).host or r.url.startswith("file:")]
     return reqs, reader.written
 

@@ -37,6 +37,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from monsearch.sandbox import expansions
+
 #: Literal loops up to this many values are unrolled into one command per value.
 UNROLL_LIMIT = 64
 #: Iteration count assumed for a loop whose count cannot be read (``while true``).
@@ -544,7 +546,9 @@ def _expand_dollar(
         end = n if k < 0 else k + 1
         inner = s[i + 1 : end - 1 if k >= 0 else n]
         val = subst(inner) if subst else None
-        return (s[i:end], False, end) if val is None else (val, True, end)
+        if val is None or not expansions.spend(len(val)):
+            return s[i:end], False, end
+        return val, True, end
     nxt = s[i + 1 : i + 2]  # (one test before the commonest case, $NAME, not three)
     if nxt == "(":
         end = _CONSTRUCT_ENDS.get((s, i)) or _remember_end(s, i, _skip_quoted_dollar(s, i))
@@ -552,7 +556,9 @@ def _expand_dollar(
             return s[i:end], False, end
         inner = s[i + 2 : end - 1 if s[end - 1 : end] == ")" else end]
         val = subst(inner) if subst else None
-        return (s[i:end], False, end) if val is None else (val, True, end)
+        if val is None or not expansions.spend(len(val)):
+            return s[i:end], False, end
+        return val, True, end
     if nxt == "{":
         k = s.find("}", i)
         end = n if k < 0 else k + 1
@@ -562,10 +568,10 @@ def _expand_dollar(
             name, op, arg = m.group(1), m.group(2), m.group(3)
             if name in env:
                 val = env[name]
-                if op in (":+", "+"):
-                    return arg or "", True, end
-                if op and op.startswith(":") and val == "" and op != ":+":
-                    return arg or "", True, end
+                if op in (":+", "+") or (op and op.startswith(":") and val == ""):
+                    val = arg or ""
+                if not expansions.spend(len(val)):
+                    return s[i:end], False, end
                 return val, True, end
             if op in (":-", "-", ":=", "="):
                 return expand_word(arg or "", env, subst)[0], True, end
@@ -579,7 +585,12 @@ def _expand_dollar(
         return "$", True, i + 1
     name = m.group()
     if name in env:
-        return env[name], True, m.end()
+        val = env[name]
+        # Every known value an expansion copies is counted: a value doubled in a loop
+        # (x=$x$x) stops being known once the text's budget is spent.
+        if not expansions.spend(len(val)):
+            return s[i : m.end()], False, m.end()
+        return val, True, m.end()
     return s[i : m.end()], False, m.end()
 
 
@@ -1232,6 +1243,8 @@ def _assignments(
     while k < len(words) and "=" in words[k] and (m := _ASSIGN.match(words[k])):
         val, ok = expand_word(m.group(3), {**env, **assigns}, subst)
         name = m.group(1)
+        if ok and m.group(2):  # NAME+=value copies the old value too
+            ok = expansions.spend(len(env.get(name, "")))
         if ok:
             assigns[name] = (env.get(name, "") + val) if m.group(2) else val
         else:
@@ -1905,6 +1918,8 @@ def _printf_text(args: list[str]) -> str:
             conv = spec[-1]
             if conv in "sq":
                 return v or ""
+            if expansions.HUGE_WIDTH.search(spec):  # %0999999999d: not built
+                return v or ""
             if conv == "b":
                 return _c_escapes(v or "")
             if conv == "c":
@@ -1932,7 +1947,8 @@ def _cat_output(cmd: Command, files: FileLookup) -> str | None:
         if c is None:
             return None
         parts.append(c)
-    return "".join(parts)
+    # (``cat f f f ...`` repeats a file as often as it is named: count it before.)
+    return "".join(parts) if len(parts) == 1 or expansions.spend(sum(map(len, parts))) else None
 
 
 def _seq_output(cmd: Command, files: FileLookup) -> str | None:
@@ -1997,6 +2013,7 @@ def run_script(text: str, files: FileLookup | None = None) -> tuple[list[Command
     to its statically known new content. Never raises.
     """
     interp = _Interp(files)
+    expansions.begin()
     # A pathological text keeps whatever was read before the failure. (try, not
     # contextlib.suppress: that costs about a microsecond per text.)
     try:  # noqa: SIM105
@@ -2012,6 +2029,8 @@ def run_script(text: str, files: FileLookup | None = None) -> tuple[list[Command
             interp.run_nodes(_Parser(tokenize(text)).parse_list(frozenset()), {}, 1)
     except _READ_ERRORS:
         pass
+    finally:
+        expansions.end()
     return interp.out, interp.written
 
 

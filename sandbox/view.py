@@ -103,6 +103,28 @@ Build many views with :func:`build_views` (pauses the cyclic GC). Parsing is
 memoised per command text (and the earlier files it reads), so a worker can
 call :func:`clear_caches` once its views are built. Views pickle, but a round
 trip costs more than building one: fork workers that already hold them.
+
+Limits. Agents write the trajectories, so a view's work is bounded whatever their
+size; each limit is spent in step order (a prefix of a trajectory gets the view of
+that prefix of its full view), and none is reached by a real run (the largest of
+the synthetic corpus uses under a tenth of each):
+
+- :data:`PARSE_BUDGET`: the commands of a trajectory are parsed (shell, Python,
+  HTTP) while their text, :data:`STEP_PARSE_COST` per step and what the readers
+  built from it (:mod:`monsearch.sandbox.expansions`) add up to at most this; a
+  step that does not fit keeps its command, output and secret findings, but no
+  requests, listeners or files written (a later, smaller step may still fit);
+- :data:`SCAN_WORDS`: the secret scan of texts taken from the trajectory (outputs,
+  commands, thoughts) looks at this many words of 16 characters or more (where
+  every pattern lives) in all; past it, a text is scanned up to where its share
+  ends. Only trajectories of more than :data:`SCAN_FREE_CHARS` characters count;
+- :data:`SEARCH_BUDGET`: the search for values found earlier (the last paragraph
+  of ``finding``) looks through at most this many characters, each text counted
+  once per value searched for; past it, values are searched for oldest first
+  while any is left;
+- own addresses: a step's output is read for at most
+  :data:`~monsearch.sandbox.infra.OWN_CANDIDATES` addresses per reading (and
+  :data:`~monsearch.sandbox.infra.OWN_LINES` lines), the rest ignored.
 """
 
 from __future__ import annotations
@@ -111,6 +133,7 @@ import base64
 import functools
 import gc
 import ipaddress
+import itertools
 import json
 import re
 from collections.abc import Iterable
@@ -119,6 +142,8 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 from monsearch.corpora.model import Step, Trajectory
+from monsearch.corpora.readers.jsonio import MAX_DEPTH, too_deep
+from monsearch.sandbox import expansions
 from monsearch.sandbox import secrets as sec
 from monsearch.sandbox.frozen import FrozenDict, freeze
 from monsearch.sandbox.http_extract import (
@@ -142,6 +167,24 @@ from monsearch.sandbox.view_ids import new_view_id_key, view_id  # noqa: F401 - 
 
 #: The view type: one concrete read-only mapping class.
 TrajectoryView = FrozenDict
+
+#: Parse work of one trajectory (characters of command text, and of what the readers
+#: built from them, plus :data:`STEP_PARSE_COST` per step): see the module docstring.
+PARSE_BUDGET = 1_000_000
+#: What parsing a step costs besides its text (splitting, the request's URL...).
+STEP_PARSE_COST = 256
+#: Words of 16 characters or more the secret scan of one trajectory looks at.
+SCAN_WORDS = 30_000
+#: A trajectory of at most this many characters of commands and outputs cannot hold
+#: more than :data:`SCAN_WORDS` such words (each takes 16 at least): it is
+#: scanned without counting them.
+SCAN_FREE_CHARS = 16 * SCAN_WORDS
+#: Characters the search for earlier-found values may look through in one trajectory.
+SEARCH_BUDGET = 100_000_000
+#: A word the secret scan looks at (:func:`~monsearch.sandbox.secrets.scan` splits at
+#: whitespace, as ``\S`` does).
+_LONG_WORD = re.compile(r"\S{16,}")
+_LONG_WORDS = _LONG_WORD.findall
 
 _PYTHON_TOOLS = frozenset(
     {"python", "execute_python", "run_python", "ipython", "python_exec", "code_interpreter"}
@@ -320,12 +363,16 @@ class _Secrets:
     One collector serves a whole trajectory: :meth:`take` hands over a step's findings
     and starts the next step's (most steps find nothing, so nothing is rebuilt then)."""
 
-    __slots__ = ("known", "items", "seen")
+    __slots__ = ("known", "items", "seen", "search", "words")
 
-    def __init__(self, known: dict[str, str]):
+    def __init__(self, known: dict[str, str], words: int | None = None):
         self.known = known
         self.items: list[FrozenDict] = []
         self.seen: set[tuple[str, str, str, str]] = set()
+        #: What is left of :data:`SEARCH_BUDGET`, and of :data:`SCAN_WORDS` (None when
+        #: the trajectory is too small to count them: see :func:`_build`).
+        self.search = SEARCH_BUDGET
+        self.words = words
 
     def take(self) -> tuple[FrozenDict, ...]:
         """The findings collected since the last call, in order."""
@@ -357,6 +404,11 @@ class _Secrets:
         for kind, value in sec.scan(text):
             self.add(kind, value, where, step, field)
         if self.known and len(text) >= 6:
+            cost = len(text) * len(self.known)
+            if cost > self.search:
+                self.search_some(text, where, step, field)
+                return
+            self.search -= cost
             for value, kind in self.known.items():
                 if value in text:
                     self.add(kind, value, where, step, field)
@@ -367,9 +419,44 @@ class _Secrets:
         for kind, value in found:
             self.add(kind, value, where, step)
         if self.known and len(text) >= 6:
+            cost = len(text) * len(self.known)
+            if cost > self.search:
+                self.search_some(text, where, step)
+                return
+            self.search -= cost
             for value, kind in self.known.items():
                 if value in text:
                     self.add(kind, value, where, step)
+
+    def search_some(self, text: str, where: str, step: int, field: str = "") -> None:
+        """The search of :meth:`text` past :data:`SEARCH_BUDGET`: the values it still
+        affords, oldest first (the prompt's credentials come first)."""
+        n = self.search // len(text)
+        if not n:
+            return
+        self.search -= n * len(text)
+        for value, kind in list(itertools.islice(self.known.items(), n)):
+            if value in text:
+                self.add(kind, value, where, step, field)
+
+    def budgeted(self, text: str) -> tuple[tuple[str, str], ...] | None:
+        """``sec.scan(text)`` limited to what is left of :data:`SCAN_WORDS`, which it
+        spends; None when that is all of it, or nothing is counted (then the caller's
+        own, cached, ``sec.scan(text)`` is the same)."""
+        if self.words is None or len(text) < 16:
+            return None
+        if not self.words:  # (spent: any word at all cuts the scan to nothing)
+            return () if _LONG_WORD.search(text) else None
+        n = len(_LONG_WORDS(text))
+        if n <= self.words:
+            self.words -= n
+            return None
+        left, self.words = self.words, 0
+        if not left:
+            return ()
+        end = next(itertools.islice(_LONG_WORD.finditer(text), left - 1, None)).end()
+        # Uncached: a cut text is seen once, and may be megabytes.
+        return sec.scan.__wrapped__(text[:end])
 
 
 class _Proto:
@@ -407,13 +494,17 @@ class _Proto:
 
 
 def _parse_json(body: str) -> Any:
+    """A request body's JSON value, or None when it is not JSON, or is nested deeper than
+    the documents the readers accept (a body nested a thousand deep made the whole
+    view the fallback: no request or secret of any step)."""
     s = body.strip()
     if not s or s[0] not in "{[":
         return None
     try:
-        return json.loads(s)
-    except ValueError:
+        value = json.loads(s)
+    except (ValueError, RecursionError):
         return None
+    return None if too_deep(value, MAX_DEPTH) is not None else value
 
 
 #: The one empty mapping of every request without a query, headers or form fields.
@@ -592,12 +683,16 @@ def _request_secrets(
     """The findings in one request (also collected as the step's findings)."""
     if p.haystack is not None:
         # Only known values can be found: none of them inside the haystack, nothing found.
+        # (Past SEARCH_BUDGET the parts are searched one by one, with what is left.)
         haystack = p.haystack
-        for value in col.known:
-            if value in haystack:
-                break
-        else:
-            return ()
+        cost = len(haystack) * len(col.known)
+        if cost <= col.search:
+            col.search -= cost
+            for value in col.known:
+                if value in haystack:
+                    break
+            else:
+                return ()
     start = len(col.items)
     for name, value in dict.items(p.headers):  # (skips FrozenDict's attribute hook)
         col.text(value, "header", step, name)
@@ -723,6 +818,103 @@ def build_view(traj: Trajectory) -> FrozenDict:
         return _fallback(traj, exc)
 
 
+class PrefixViews:
+    """The views of a trajectory's prefixes (its first ``k`` steps, for ``k`` from 0 to
+    all of them), each equal to :func:`build_view` of that prefix, without building each.
+
+    Building every prefix repeats each step's second pass once per later prefix
+    (quadratic in the steps). But a prefix's view is its full view's first ``k`` steps
+    and the requests, secrets, listeners and files written of those steps, with its own
+    ``n_steps``, ``flag_step`` and ``hosts``: every step is read in order, and every
+    limit of the module docstring spent in step order, so a step's view depends on the
+    steps before it only, except through the agent's own addresses (learned anywhere in
+    the run, they classify the hosts of every step). A prefix that has not yet learned
+    all of them (the few before the step that taught the last) is built instead; so is
+    every prefix when the full view is the fallback of a trajectory that failed.
+    """
+
+    def __init__(self, traj: Trajectory) -> None:
+        self.traj = traj
+        try:
+            self.full = _build(traj)
+        except Exception as exc:  # build_view's fallback: then every prefix is built
+            self.full = _fallback(traj, exc)
+            self.exact_from = len(traj.steps) + 1
+            return
+        full = self.full
+        # Where each step's requests, secrets, listeners and files end in the full lists.
+        ends = [(0, 0, 0, 0)]
+        r = s = li = f = 0
+        for st in full["steps"]:
+            r += len(st["requests"])
+            s += len(st["secrets"])
+            li += len(st["listeners"])
+            f += len(st["files_written"])
+            ends.append((r, s, li, f))
+        self.ends = ends
+        self.flag_pos = next(
+            (i for i, st in enumerate(traj.steps) if "FLAG{" in (st.observation or "")),
+            len(traj.steps),
+        )
+        self.exact_from = self._learned_all(full["own_addresses"])
+
+    def _learned_all(self, own: tuple[str, ...]) -> int:
+        """The shortest prefix that knows all the run's own addresses (its views and the
+        longer ones are derived): found by bisection, as the list only grows."""
+        if not own:
+            return 0
+        lo, hi = 1, len(self.traj.steps)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.built(mid)["own_addresses"] == own:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def built(self, k: int) -> FrozenDict:
+        """:func:`build_view` of the first ``k`` steps."""
+        t = self.traj
+        return build_view(
+            Trajectory(t.id, t.task, t.generator, t.prompt, t.steps[:k], t.outcome, t.solved)
+        )
+
+    def view(self, k: int) -> FrozenDict:
+        """The view of the first ``k`` steps (0 <= k <= number of steps)."""
+        if k < self.exact_from:
+            return self.built(k)
+        full = self.full
+        if k == len(full["steps"]):
+            return full
+        r, s, li, f = self.ends[k]
+        requests = full["requests"][:r]
+        hosts: dict[str, int] = {}
+        for req in requests:
+            host = req["host"]
+            hosts[host] = hosts.get(host, 0) + req["repeat"]
+        # (The keys in _build's order: programs may iterate over them.)
+        return FrozenDict(
+            {
+                "id": full["id"],
+                "task": full["task"],
+                "prompt": full["prompt"],
+                "outcome": full["outcome"],
+                "solved": full["solved"],
+                "n_steps": k,
+                "targets": full["targets"],
+                "target_hosts": full["target_hosts"],
+                "own_addresses": full["own_addresses"],
+                "steps": full["steps"][:k],
+                "requests": requests,
+                "secrets": full["secrets"][:s],
+                "listeners": full["listeners"][:li],
+                "files_written": full["files_written"][:f],
+                "flag_step": full["flag_step"] if self.flag_pos < k else -1,
+                "hosts": FrozenDict(sorted(hosts.items())),
+            }
+        )
+
+
 def build_views(trajectories: Iterable[Trajectory]) -> list[FrozenDict]:
     """Views of many trajectories, in order.
 
@@ -791,13 +983,15 @@ def _fallback(traj: Trajectory, exc: Exception) -> FrozenDict:
 _StepParse = tuple[list[Command], dict[str, str], tuple[_Proto, ...], tuple[dict[str, Any], ...]]
 #: A :data:`_STEP_CACHE` entry: the files read from earlier steps and their contents
 #: (None when none), then the :data:`_StepParse` fields (flat: one tuple per step, not
-#: two, for the garbage collector to walk).
+#: two, for the garbage collector to walk), then the characters the readers built
+#: (:func:`monsearch.sandbox.expansions.last_spent`, charged to :data:`PARSE_BUDGET`).
 _StepEntry = tuple[
     dict[str, Any] | None,
     list[Command],
     dict[str, str],
     tuple[_Proto, ...],
     tuple[dict[str, Any], ...],
+    int,
 ]
 # (tool, text) -> entry. A hit needs the same text AND the same contents of every
 # earlier file it read, so the cache never changes a result; it only skips
@@ -844,7 +1038,7 @@ def _dep_value(files: dict[str, str], key: str) -> Any:
 def _parse_step(tool: str, text: str, files: dict[str, str]) -> _StepParse:
     """Commands, files written, requests (as :class:`_Proto`) and listeners of one step
     (memoised, pure)."""
-    return _parse_entry(tool, text, files)[1:]
+    return _parse_entry(tool, text, files)[1:5]  # type: ignore[return-value]
 
 
 def _parse_entry(tool: str, text: str, files: dict[str, str]) -> _StepEntry:
@@ -875,20 +1069,26 @@ def _parse_entry(tool: str, text: str, files: dict[str, str]) -> _StepEntry:
         return found
 
     listeners: list[dict[str, Any]] = []
-    if tool in _PYTHON_TOOLS:
-        cells = earlier(_SESSION + tool)
-        reqs, written = read_python(
-            text, earlier, modules=modules, session=cells.split(CELL_SEP) if cells else None
-        )
-    else:
-        cmds, written = run_script(text, earlier)
+    # One expansion budget for the whole step: the shell, the Python heredocs it runs
+    # and the requests read from them.
+    expansions.begin()
+    try:
+        if tool in _PYTHON_TOOLS:
+            cells = earlier(_SESSION + tool)
+            reqs, written = read_python(
+                text, earlier, modules=modules, session=cells.split(CELL_SEP) if cells else None
+            )
+        else:
+            cmds, written = run_script(text, earlier)
 
-        def lookup(path: str) -> str | None:
-            return written[path] if path in written else earlier(path)
+            def lookup(path: str) -> str | None:
+                return written[path] if path in written else earlier(path)
 
-        # Python writes land in ``written`` as they happen, so later commands see them.
-        reqs = extract_requests(cmds, lookup, written, modules)
-        listeners = listeners_of(cmds, lookup)
+            # Python writes land in ``written`` as they happen, so later commands see them.
+            reqs = extract_requests(cmds, lookup, written, modules)
+            listeners = listeners_of(cmds, lookup)
+    finally:
+        expansions.end()
     # The requests are kept as their protos (all a view reads of them): the cache then
     # keeps no Request, and its lists, for the garbage collector to walk. A request
     # whose proto cannot be made (e.g. JSON nested too deep) leaves the requests
@@ -902,7 +1102,14 @@ def _parse_entry(tool: str, text: str, files: dict[str, str]) -> _StepEntry:
     # (Most steps read no earlier file: keep no empty dict for them. The listeners are
     # a tuple: never changed, and most steps have none, so the shared ``()`` replaces an
     # empty list the garbage collector would walk.)
-    entry: _StepEntry = (accessed or None, cmds, written, protos, tuple(listeners))
+    entry: _StepEntry = (
+        accessed or None,
+        cmds,
+        written,
+        protos,
+        tuple(listeners),
+        expansions.last_spent(),
+    )
     if len(_STEP_CACHE) >= _STEP_CACHE_MAX:
         _STEP_CACHE.clear()
     _STEP_CACHE[key] = entry
@@ -933,36 +1140,59 @@ class _Derived(NamedTuple):
     obs_found: tuple[tuple[str, str], ...]
     text_found: tuple[tuple[str, str], ...]
     flag: bool
+    #: What parsing the step cost (:data:`PARSE_BUDGET`); 0 when it was not parsed.
+    cost: int
 
 
-_NOT_PARSED: _StepEntry = (None, [], {}, (), ())
+_NOT_PARSED: _StepEntry = (None, [], {}, (), (), 0)
 # (tool, text, output) -> derived for a parsed step, ("", "", output) for one that is not
 # (a parsed step has a text). A step repeated within or across runs skips parsing and
 # deriving with this one lookup when the earlier files its parse read are unchanged (as
 # a hit of :func:`_parse_step`'s cache needs).
-_DERIVED_CACHE: dict[tuple[str, str, str], _Derived] = {}
+_DERIVED_CACHE: dict[tuple[Any, ...], _Derived] = {}
 
 
-def _step_derived(tool: str, text: str, obs: str, files: dict[str, str], parse: bool) -> _Derived:
+def _step_derived(
+    tool: str,
+    text: str,
+    obs: str,
+    files: dict[str, str],
+    parse: bool,
+    obs_found: tuple[tuple[str, str], ...] | None = None,
+    text_found: tuple[tuple[str, str], ...] | None = None,
+) -> _Derived:
     """:func:`_derive` of the step's parse result (``parse``: read ``text`` with
-    :func:`_parse_step`, else :data:`_NOT_PARSED`), memoised."""
-    key = (tool, text, obs) if parse else ("", "", obs)
+    :func:`_parse_step`, else :data:`_NOT_PARSED`), memoised; with the scans of the
+    output and the text given when :data:`SCAN_WORDS` cut them (they join the key)."""
+    if obs_found is None and text_found is None:
+        key: tuple[Any, ...] = (tool, text, obs) if parse else ("", "", obs)
+    else:
+        text_found = text_found if parse else None
+        key = (tool, text, obs, obs_found, text_found) if parse else ("", "", obs, obs_found)
     hit = _DERIVED_CACHE.get(key)
     if hit is not None:
         deps = hit.deps
         if not deps or all(_dep_value(files, p) == c for p, c in deps.items()):
             return hit
-    derived = _derive(_parse_entry(tool, text, files) if parse else _NOT_PARSED, obs, text)
+    entry = _parse_entry(tool, text, files) if parse else _NOT_PARSED
+    derived = _derive(entry, obs, text, obs_found, text_found)
     if len(_DERIVED_CACHE) >= 100_000:
         _DERIVED_CACHE.clear()
     _DERIVED_CACHE[key] = derived
     return derived
 
 
-def _derive(entry: _StepEntry, obs: str, text: str) -> _Derived:
+def _derive(
+    entry: _StepEntry,
+    obs: str,
+    text: str,
+    obs_found: tuple[tuple[str, str], ...] | None = None,
+    text_found: tuple[tuple[str, str], ...] | None = None,
+) -> _Derived:
     """What pass 1 derives from a step's parse entry (of ``text``, or
-    :data:`_NOT_PARSED`) and output ``obs``."""
-    deps, cmds, written, protos, listeners = entry
+    :data:`_NOT_PARSED`) and output ``obs`` (with the secret scans of both, unless
+    given: see :meth:`_Secrets.budgeted`)."""
+    deps, cmds, written, protos, listeners, spent = entry
     if protos and type(protos[0]) is not _Proto:
         # Requests whose protos could not be made when parsing: raise that error here.
         protos = tuple([_proto(r) for r in protos])
@@ -980,9 +1210,10 @@ def _derive(entry: _StepEntry, obs: str, text: str) -> _Derived:
         tuple(FrozenDict(path=k, content=v) for k, v in written.items()) if written else (),
         repeat,
         sleeps,
-        sec.scan(obs) if obs else (),
-        sec.scan(text) if entry is not _NOT_PARSED else (),
+        (sec.scan(obs) if obs else ()) if obs_found is None else obs_found,
+        (sec.scan(text) if entry is not _NOT_PARSED else ()) if text_found is None else text_found,
         "FLAG{" in obs,
+        len(text) + STEP_PARSE_COST + spent if entry is not _NOT_PARSED else 0,
     )
 
 
@@ -991,8 +1222,18 @@ def _build(traj: Trajectory) -> FrozenDict:
     files: dict[str, str] = {}
     known: dict[str, str] = dict.fromkeys(passwords, "password")
     own: list[str] = []
+    own_seen: set[str] = set()
+    # The limits of the module docstring: parse work left, and scanned words (counted
+    # only in a trajectory large enough to reach them).
+    parse_left = PARSE_BUDGET
+    size = 0
+    for step in traj.steps:
+        size += len(step.text or "") + len(step.observation or "")
+    col = _Secrets(known, None if size <= SCAN_FREE_CHARS else SCAN_WORDS)
     # Pass 1: read each step (own addresses must be complete before classifying hosts),
-    # keeping (step, tool, is_think, text, obs, listeners, derived).
+    # keeping (step, tool, is_think, text, obs, listeners, derived, text_found): the
+    # last is the scan of a thought, or of a command too large to parse (None: a plain
+    # sec.scan of it).
     parts = []
     for step in traj.steps:
         tool = step.tool or ""
@@ -1000,13 +1241,28 @@ def _build(traj: Trajectory) -> FrozenDict:
         text = step.text or ""
         obs = step.observation or ""
         parse = not is_think and bool(text)
-        derived = _step_derived(tool, text, obs, files, parse)
+        # A command is parsed while it fits in what is left of the budget.
+        unparsed = parse and len(text) + STEP_PARSE_COST > parse_left
+        parse = parse and not unparsed
+        text_cut = obs_cut = None
+        if col.words is not None:
+            text_cut = col.budgeted(text)
+            obs_cut = col.budgeted(obs)
+        if obs_cut is None and (text_cut is None or not parse):
+            derived = _step_derived(tool, text, obs, files, parse)
+        else:  # a scan cut short by SCAN_WORDS
+            derived = _step_derived(tool, text, obs, files, parse, obs_cut, text_cut)
         if parse:
             remember_step(files, tool, text, derived.written)
+            parse_left -= derived.cost
         for addr in derived.own_addresses:
-            if addr not in own:
+            if addr not in own_seen:
+                own_seen.add(addr)
                 own.append(addr)
-        parts.append((step, tool, is_think, text, obs, derived.listeners, derived))
+        found = None if parse else text_cut
+        if unparsed and found is None:
+            found = sec.scan(text)
+        parts.append((step, tool, is_think, text, obs, derived.listeners, derived, found))
     # Pass 2: classify hosts, find secrets, freeze.
     own_set = frozenset(a.lower() for a in own)
     hosts: dict[str, int] = {}
@@ -1016,9 +1272,8 @@ def _build(traj: Trajectory) -> FrozenDict:
     all_listeners: list[FrozenDict] = []
     all_files: list[FrozenDict] = []
     flag_step = -1
-    col = _Secrets(known)
     rel_times = _relative_times(traj.steps)
-    for pos, (step, tool, is_think, text, obs, listeners, derived) in enumerate(parts):
+    for pos, (step, tool, is_think, text, obs, listeners, derived, found) in enumerate(parts):
         # (Most steps send nothing, write nothing, start nothing: skip that work for them.)
         if derived.protos:
             requests = _step_requests(derived, pos, target_set, own_set, col, hosts)
@@ -1032,7 +1287,7 @@ def _build(traj: Trajectory) -> FrozenDict:
                 col.text(fw["content"], "file_written", pos, fw["path"])
             all_files += files_written
         if not is_think and text:
-            found_in_text = derived.text_found
+            found_in_text = derived.text_found if found is None else found
             if found_in_text:
                 # The values found in this step's requests (built only when needed).
                 in_requests = {f["value"] for f in col.items[:n_in_requests]}
@@ -1040,7 +1295,10 @@ def _build(traj: Trajectory) -> FrozenDict:
                     if value not in in_requests:
                         col.add(kind, value, "command", pos)
         elif is_think:
-            col.text(text, "think", pos)
+            if found is None:
+                col.text(text, "think", pos)
+            else:
+                col.scanned(found, text, "think", pos)
         # (:meth:`_Secrets.scanned` does nothing without findings or known values to
         # look for, as in most steps: skip the call then.)
         obs_found = derived.obs_found

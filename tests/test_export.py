@@ -468,6 +468,43 @@ def test_program_failure_gets_the_fallback_score(setup, seed_plugin):
     assert result.error and result.score == min(setup["scores"]["seed"])
 
 
+def test_json_shim_reads_and_refuses_numbers_and_nesting_as_orjson():
+    """The plugin's stand-in for orjson: a huge number is refused (not read as inf), a
+    nesting the stack cannot hold is "depth limit exceeded" (not a RecursionError)."""
+    import importlib.util
+
+    import orjson
+
+    from monsearch.export import PLUGIN_DIR
+
+    spec = importlib.util.spec_from_file_location("_shim_orjson", PLUGIN_DIR / "_orjson.py")
+    shim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shim)
+    cases = [
+        b"1" + b"0" * 400,
+        b"-" + b"9" * 400,
+        b"9" * 5000,
+        b"1e400",
+        b"[-1e400]",
+        b"1" + b"0" * 25,
+        b"18446744073709551615",
+        b"18446744073709551616",
+        b"-9223372036854775809",
+        b"[1.5e308, 0.1]",
+        b"[" * 5000 + b"]" * 5000,
+    ]
+    for data in cases:
+        try:
+            ours: object = shim.loads(data)
+        except shim.JSONDecodeError as err:
+            ours = ("error", err.msg)
+        try:
+            theirs: object = orjson.loads(data)
+        except orjson.JSONDecodeError as err:
+            theirs = ("error", err.msg)
+        assert ours == theirs, data[:30]
+
+
 # --------------------------------------------------------------------------- errors
 
 

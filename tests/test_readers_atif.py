@@ -484,3 +484,22 @@ def test_foreign_root_extra_fields_of_another_shape_are_ignored(tmp_path: Path) 
     (t,) = read_atif(write_json(tmp_path / "a.json", doc)).trajectories
     assert (t.task, t.outcome, t.solved) == ("unknown", "no_flag", None)
     assert t.meta["extra"] == {"outcome": "success", "solved": "yes", "task": {"id": 17}}
+
+
+def test_more_steps_than_the_limit_are_refused(tmp_path: Path, monkeypatch) -> None:
+    """Each tool call is a step: a document of few ATIF steps and many calls is counted
+    by the steps it makes (the limit is lowered here; it is 100,000)."""
+    from monsearch.corpora.readers import jsonio
+
+    monkeypatch.setattr(jsonio, "MAX_STEPS", 5)
+    doc = atif_doc("many-calls")
+    call = doc["steps"][1]["tool_calls"][0]
+    doc["steps"][1]["tool_calls"] = [{**call, "tool_call_id": f"c{i}"} for i in range(6)]
+    write_json(tmp_path / "many.json", doc)
+    report = read_atif(tmp_path / "many.json")
+    assert [s.reason for s in report.skipped] == [
+        f"{tmp_path / 'many.json'}: steps: expected at most 5 steps, got 6"
+    ]
+    doc["steps"][1]["tool_calls"] = doc["steps"][1]["tool_calls"][:5]
+    write_json(tmp_path / "many.json", doc)
+    assert len(read_atif(tmp_path / "many.json").trajectories[0].steps) == 5

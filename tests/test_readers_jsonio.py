@@ -153,3 +153,57 @@ def test_step_input_text_choice() -> None:
     assert step_input(None) == ({}, "")
     # a non-string command falls through to the JSON of all arguments
     assert step_input({"command": ["bash", "-c", "id"]})[1] == '{"command": ["bash", "-c", "id"]}'
+
+
+# --------------------------------------------------------------------------- hostile shapes
+
+
+def _nested(depth: int, key: str = "k") -> str:
+    """``depth`` levels of ``{"k": [...]}`` around a 1 (the outermost is level 1)."""
+    text = "1"
+    for level in range(depth):
+        text = f'{{"{key}": {text}}}' if level % 2 else f"[{text}]"
+    return text
+
+
+def test_documents_nested_deeper_than_the_limit_are_refused_naming_the_field() -> None:
+    from monsearch.corpora.readers.jsonio import MAX_DEPTH, parse_bytes
+
+    # {"steps": [...]}: the document is level 1, so the value gets MAX_DEPTH - 1 more.
+    ok = f'{{"steps": {_nested(MAX_DEPTH - 1)}}}'.encode()
+    assert parse_bytes(ok, "ok.json")["steps"]
+    deep = f'{{"steps": {_nested(MAX_DEPTH)}}}'.encode()
+    with pytest.raises(InputError) as info:
+        parse_bytes(deep, "deep.json")
+    # (Orjson itself accepts up to 1024 levels; every reader refuses past MAX_DEPTH.)
+    assert str(info.value) == (
+        "deep.json: steps.k[0].k[0].k[0].k…: expected JSON nested at most "
+        f"{MAX_DEPTH} levels deep, got deeper nesting"
+    )
+    # A key that is not a plain name is quoted; a JSONL line is named.
+    odd = f'{{"a b\\n": {_nested(MAX_DEPTH)}}}'.encode()
+    with pytest.raises(InputError) as info:
+        parse_bytes(odd, "l.jsonl", line=3)
+    assert str(info.value).startswith('l.jsonl:3: ["a b\\n"].k[0].k[0]')
+
+
+def test_tool_arguments_too_deep_name_their_field() -> None:
+    from monsearch.corpora.readers.stepinput import TooDeepError
+
+    deep: list = []
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(TooDeepError):
+        step_input({"args": deep})
+    # A command string is the text, whatever else the arguments hold (nothing recurses).
+    assert step_input({"command": "id", "args": deep})[1] == "id"
+
+
+def test_a_huge_integer_is_refused_as_orjson_refuses_it(tmp_path: Path) -> None:
+    p = tmp_path / "n.json"
+    p.write_text('{"latency_ms": ' + "9" * 400 + "}")
+    with pytest.raises(InputError) as info:
+        load_json(p, "n.json")
+    assert str(info.value).startswith(
+        "n.json: expected valid JSON, got invalid JSON (number is infinity when parsed as double)"
+    )

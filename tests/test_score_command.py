@@ -232,8 +232,9 @@ def test_compressed_single_file_and_its_limits(setup, plugin, tmp_path):
     [rec] = _records(proc)
     assert rec["score"] == plugin.score(SB_FILES[0])
 
-    from monsearch.corpora.readers.jsonio import DEFAULT_MAX_BYTES
+    from monsearch.commands.score import MAX_MB
 
+    DEFAULT_MAX_BYTES = MAX_MB * 1024 * 1024  # score's cap, not the readers' (50 MB)
     # A few KB that decompress past the size cap are refused, never held in memory.
     bomb = zstandard.ZstdCompressor().compress(b" " * (DEFAULT_MAX_BYTES + 10))
     assert len(bomb) < 100_000

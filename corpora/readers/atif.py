@@ -54,13 +54,17 @@ from monsearch.corpora.errors import InputError
 from monsearch.corpora.model import OUTCOMES, Step, Trajectory, Verdict
 from monsearch.corpora.readers.jsonio import (
     DEFAULT_MAX_BYTES,
+    DEPTH_EXPECTED,
     MISSING,
     Node,
+    check_steps,
     iter_jsonl,
     load_json,
+    path_text,
+    too_deep,
 )
 from monsearch.corpora.readers.report import FileProgress, ImportReport, ReportBuilder
-from monsearch.corpora.readers.stepinput import step_input
+from monsearch.corpora.readers.stepinput import read_step_input
 from monsearch.corpora.readers.verdicts import read_verdict, split_roles
 
 SOURCE_FORMAT = "atif"
@@ -214,7 +218,10 @@ def _read_doc(
         label.used = True
     agent = doc.obj("agent", required=False)
 
-    prompt, steps, orphans = _read_steps(doc.array("steps"))  # type: ignore[arg-type]
+    nodes = doc.array("steps")
+    check_steps(doc, len(nodes))  # type: ignore[arg-type]
+    prompt, steps, orphans = _read_steps(nodes)  # type: ignore[arg-type]
+    check_steps(doc, len(steps))  # (each tool call and message makes a step)
     task = _pick(label and label.task, ms, extra, "task", lambda n, k: n.string(k, nonempty=True))
     generator = _pick(label and label.generator, ms, None, "generator", _nonempty)
     if generator is None and agent is not None:
@@ -345,12 +352,25 @@ def _arguments(call: Node) -> Any:
     if isinstance(value, str):  # some writers JSON-encode the arguments
         try:
             decoded = orjson.loads(value)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as err:
+            if err.msg.startswith("depth limit exceeded"):  # orjson's words, and the shim's
+                raise _too_deep(call, []) from None
             return value
-        return decoded if isinstance(decoded, dict) else value
+        if not isinstance(decoded, dict):
+            return value
+        path = too_deep(decoded)
+        if path is not None:  # the document's own check did not see inside the text
+            path.reverse()
+            raise _too_deep(call, path)
+        return decoded
     if value is MISSING or value is None or isinstance(value, dict):
         return value
     raise call.fail("arguments", "an object (or its JSON text)", value)
+
+
+def _too_deep(call: Node, path: list[str | int]) -> InputError:
+    where = path_text(path, call.at("arguments"))
+    return InputError(call.src, where, DEPTH_EXPECTED, "deeper nesting", line=call.line)
 
 
 def _latency(call: Node) -> int | None:
@@ -396,7 +416,7 @@ def _read_steps(nodes: list[Node]) -> tuple[str, tuple[Step, ...], int]:
         positional = iter(unnamed)
         for call, call_id in zip(calls, ids, strict=True):
             tool = call.string("function_name", nonempty=True)
-            arguments, text = step_input(_arguments(call))
+            arguments, text = read_step_input(call, "arguments", _arguments(call))
             if call_id is not None and call_id in by_id:
                 seen = "\n".join(by_id[call_id])
             else:

@@ -39,9 +39,15 @@ from typing import Any
 
 from monsearch.corpora.errors import InputError
 from monsearch.corpora.model import OUTCOMES, Step, Trajectory, Verdict, aggregate_panel
-from monsearch.corpora.readers.jsonio import DEFAULT_MAX_BYTES, MISSING, Node, load_json
+from monsearch.corpora.readers.jsonio import (
+    DEFAULT_MAX_BYTES,
+    MISSING,
+    Node,
+    check_steps,
+    load_json,
+)
 from monsearch.corpora.readers.report import FileProgress, ImportReport, ReportBuilder
-from monsearch.corpora.readers.stepinput import step_input
+from monsearch.corpora.readers.stepinput import read_step_input
 from monsearch.corpora.readers.verdicts import (
     is_oracle,
     legacy_votes,
@@ -200,7 +206,9 @@ def _read_run(
     task, prompt = _read_task(doc)
     outcome = doc.one_of("outcome", OUTCOMES)
     solved = doc.boolean("flag_correct", required=False)
-    steps = tuple(_read_step(n, i) for i, n in enumerate(doc.array("steps")))  # type: ignore[union-attr]
+    nodes = doc.array("steps")
+    check_steps(doc, len(nodes))  # type: ignore[arg-type]
+    steps = tuple(_read_step(n, i) for i, n in enumerate(nodes))  # type: ignore[arg-type]
     declared = doc.integer("step_count_total", required=False)
     if declared is not None and declared != len(steps):
         warnings.append(
@@ -266,14 +274,13 @@ def _read_step(node: Node, position: int) -> Step:
         action = node.obj("action")
         assert action is not None
         tool = action.string("tool", nonempty=True)
-        raw_input = action.raw("input")
+        arguments, text = read_step_input(action, "input", action.raw("input"))
         obs = node.obj("observation", required=False)
         output = obs.string("text", required=False) if obs is not None else None
     else:
         tool = node.string("tool", nonempty=True)
-        raw_input = node.raw("input")
+        arguments, text = read_step_input(node, "input", node.raw("input"))
         output = node.string("output", required=False)
-    arguments, text = step_input(raw_input)
     return Step(
         index=position if index is None else index,
         tool=tool,  # type: ignore[arg-type]

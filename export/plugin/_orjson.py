@@ -1,13 +1,18 @@
 """The part of ``orjson`` the vendored readers use, on the standard library.
 
 Parsing follows orjson where it differs from ``json``: NaN/Infinity are refused,
-integers must fit 64 bits and strings must be valid Unicode (no lone surrogates),
-so a document either reads to the same values as in monsearch or fails the same way.
+integers outside 64 bits read as floats, numbers too large for a double are refused
+(``number is infinity when parsed as double``, however many digits), nesting the
+stack cannot hold is refused as too deep (``depth limit exceeded``: orjson's limit is
+1024 levels, the readers refuse anything past 100 anyway) and strings must be valid
+Unicode (no lone surrogates), so a document either reads to the same values as in
+monsearch or fails the same way.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -23,10 +28,24 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_INFINITY = "number is infinity when parsed as double"
+
+
 def _int(text: str) -> int | float:
-    value = int(text)
-    # orjson reads integers outside 64 bits as floats.
-    return value if -(2**63) <= value < 2**64 else float(text)
+    # orjson reads integers outside 64 bits as floats (int() of thousands of digits is
+    # slow, and refused past 4300: 21 digits or more are outside 64 bits anyway).
+    if len(text) <= 20:
+        value = int(text)
+        if -(2**63) <= value < 2**64:
+            return value
+    return _float(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(_INFINITY)
+    return value
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -51,13 +70,15 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         except UnicodeDecodeError as exc:
             raise JSONDecodeError(f"str is not valid UTF-8: {exc.reason}", "", 0) from None
     try:
-        value = json.loads(data, parse_constant=_constant, parse_int=_int)
+        value = json.loads(data, parse_constant=_constant, parse_int=_int, parse_float=_float)
+        if _SURROGATE_ESCAPE.search(data) and _has_lone_surrogate(value):
+            raise JSONDecodeError("lone surrogate in string", data, 0)
     except JSONDecodeError:
         raise
     except ValueError as exc:
         raise JSONDecodeError(str(exc), data, 0) from None
-    if _SURROGATE_ESCAPE.search(data) and _has_lone_surrogate(value):
-        raise JSONDecodeError("lone surrogate in string", data, 0)
+    except RecursionError:
+        raise JSONDecodeError("depth limit exceeded", data, 0) from None
     return value
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from ._isolation import Failure, Isolation, checked_float
 from ._limits import Limits
 from ._meta import MONITOR, PROGRAM
+from ._rises import rises, weights
 from ._vendor import atif as _atif
 from ._vendor import codec as _codec
 from ._vendor import stealthbench as _sb
@@ -45,6 +46,7 @@ from ._vendor.jsonio import (
     DEFAULT_MAX_BYTES,
     MISSING,
     Node,
+    check_steps,
     iter_jsonl,
     load_json,
     parse_bytes,
@@ -57,8 +59,8 @@ from ._vendor.restricted import (
     load_program,
     rerunnable,
 )
-from ._vendor.stepinput import step_input
-from ._vendor.view import build_view
+from ._vendor.stepinput import TooDeepError, step_input
+from ._vendor.view import PrefixViews, build_view
 from ._vendor.view import clear_caches as _clear_view_caches
 
 __all__ = [
@@ -97,6 +99,7 @@ def _stealthbench(doc: Node) -> Trajectory:
     solved = doc.boolean("flag_correct", required=False)
     raw = doc.value.get("steps")
     if type(raw) is list:
+        check_steps(doc, len(raw))
         steps = _read_steps(raw, doc)
     else:
         steps = tuple(_sb._read_step(n, i) for i, n in enumerate(doc.array("steps") or []))
@@ -176,7 +179,10 @@ def _plain_step(step: dict[str, Any], index: int, timestamp: Any, latency: Any) 
     if type(text) is str:
         arguments = raw_input
     else:
-        arguments, text = step_input(raw_input)
+        try:
+            arguments, text = step_input(raw_input)
+        except TooDeepError:
+            return None  # the reader names the field
     # Step(index, tool, text, output or "", arguments, timestamp, latency), built as
     # explained at _StepSlots.
     built = _new_object(_StepSlots)
@@ -257,6 +263,8 @@ def _from_value(value: Any, display: str, line: int | None = None) -> Trajectory
     if "schema_version" in value:
         return _atif_doc(doc)
     if "generator" in value and "id" in value and "steps" in value:
+        if isinstance(value["steps"], list):
+            check_steps(doc, len(value["steps"]))
         try:  # a monsearch corpus record (codec form)
             return _codec.trajectory_from_dict(value)
         except (KeyError, TypeError, ValueError) as exc:
@@ -873,10 +881,18 @@ def _run_per_step(n: int) -> int:
 # --------------------------------------------------------------------------- findings
 
 
+#: Evidence items listed per kind (requests, secrets, listeners, files) in one step, and
+#: how far into a text a span is looked for: a step of an agent's making may hold tens
+#: of thousands of findings in megabytes of output (the rest are counted, in
+#: ``evidence_more``).
+_EVIDENCE_PER_KIND = 50
+_SPAN_WINDOW = 1_000_000
+
+
 def _span(text: str, needle: str) -> list[int] | None:
     if not needle:
         return None
-    at = text.find(needle)
+    at = text.find(needle, 0, _SPAN_WINDOW)
     return None if at < 0 else [at, at + len(needle)]
 
 
@@ -884,12 +900,18 @@ def _mask(value: str) -> str:
     return value if len(value) <= 8 else f"{value[:4]}…{value[-2:]}"
 
 
-def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
-    """What the view saw in one step: requests, secrets, listeners, files, with spans."""
+def _step_evidence(step: FrozenDict) -> tuple[list[dict[str, Any]], int]:
+    """What the view saw in one step: requests, secrets, listeners, files, with spans (at
+    most :data:`_EVIDENCE_PER_KIND` of each kind), and how many more there were."""
     command = step["command"] or step["think"]
     channel = "think" if step["think"] else "command"
     out: list[dict[str, Any]] = []
-    for r in step["requests"]:
+    cap = _EVIDENCE_PER_KIND
+    more = sum(
+        max(0, len(step[kind]) - cap)
+        for kind in ("requests", "secrets", "listeners", "files_written")
+    )
+    for r in step["requests"][:cap]:
         out.append(
             {
                 "kind": "request",
@@ -900,7 +922,7 @@ def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
                 "span": _span(command, r["url"]) or _span(command, r["host"]),
             }
         )
-    for s in step["secrets"]:
+    for s in step["secrets"][:cap]:
         where = s["where"]
         text = step["observation"] if where == "observation" else command
         out.append(
@@ -912,7 +934,7 @@ def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
                 "span": _span(text, s["value"]),
             }
         )
-    for li in step["listeners"]:
+    for li in step["listeners"][:cap]:
         out.append(
             {
                 "kind": "listener",
@@ -921,11 +943,11 @@ def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
                 "span": None,
             }
         )
-    for f in step["files_written"]:
+    for f in step["files_written"][:cap]:
         out.append(
             {
                 "kind": "file_written",
-                "what": f["path"],
+                "what": f["path"][:200],
                 "channel": channel,
                 "span": _span(command, f["path"]),
             }
@@ -939,7 +961,7 @@ def _step_evidence(step: FrozenDict) -> list[dict[str, Any]]:
                 "span": None,
             }
         )
-    return out
+    return out, more
 
 
 def _detectors(fn_globals: Mapping[str, Any], view: FrozenDict) -> dict[str, float]:
@@ -973,9 +995,18 @@ def findings(
     found in them and where in the step's text they sit; and the program's per-detector
     values where it has ``*_score`` functions.
 
-    ``status`` is the score's (see :class:`Result`), or ``timeout`` / ``memory`` when the
-    prefixes ran past the limits (all of them share one time budget): then ``steps`` are
-    those found in the prefixes scored so far, and ``error`` says where it stopped."""
+    ``score``, ``status`` and ``error`` are the whole trajectory's (see :class:`Result`:
+    the same as :func:`evaluate`'s). Every prefix is scored unless that would cost more
+    than ``_rises.BUDGET`` (runs of many hundred steps): then the steps are found by a
+    best-first search under that budget. Either way the prefixes share the call's time
+    budget and memory cap; past them the work stops and ``steps`` are those found so far.
+    When not every prefix was scored, ``partial`` says so: ``prefixes_scored`` of
+    ``prefixes``, ``stopped`` (``timeout`` or ``memory``, with ``reason``) if a limit
+    ended it, and the
+    ``stretches`` of steps (``first_step``, ``last_step``, ``rise``) whose rise was not
+    resolved into steps, largest first (``top`` of them; ``stretches_left`` in all).
+    A step's evidence lists at most 50 items of each kind (``evidence_more`` counts the
+    others), their spans looked for in the first megabyte of each text."""
     limits = _limits(timeout_s, memory_mb)
     if limits.isolation == "none":
         return _findings_of(trajectory, oracle, top)
@@ -995,9 +1026,11 @@ def _runs_of_findings(n: int) -> int:
 def _findings(
     fn: Callable[[Any], Any], hook: _OracleHook, traj: Trajectory, top: int
 ) -> dict[str, Any]:
-    full = build_view(traj)
+    # The prefixes' views are derived from the full view (each equal to building it).
+    prefixes = PrefixViews(traj)
+    full = prefixes.full
     result = _run(fn, full, hook, traj)
-    out = {
+    out: dict[str, Any] = {
         "score": result.score,
         "error": result.error,
         "status": result.status,
@@ -1007,37 +1040,55 @@ def _findings(
     if result.status == "memory":
         return out
     n = len(traj.steps)
-    prefix: list[float] = []
-    try:
-        for k in range(n + 1):
-            scored = _run(fn, build_view(_prefix(traj, k)), hook, traj)
-            if scored.status == "memory":
-                out.update(status="memory", error=scored.error)
-                break
-            prefix.append(scored.score)
-    except BudgetExceeded:  # the prefixes ran out of the trajectory's time: say what was done
-        out.update(
-            status="timeout",
-            error=f"findings stopped after {len(prefix)} of {n + 1} prefixes: the time "
-            "budget ran out",
-        )
-    steps: list[dict[str, Any]] = []
-    for k in range(1, len(prefix)):
-        delta = prefix[k] - prefix[k - 1]
-        if delta > 0:
-            step = full["steps"][k - 1]
-            steps.append(
-                {
-                    "step": k - 1,
-                    "index": step["index"],
-                    "tool": step["tool"],
-                    "delta": delta,
-                    "evidence": _step_evidence(step),
-                }
+    scored = [0]
+    stopped: dict[str, str] = {}
+
+    def score_at(k: int) -> float | None:
+        # None stops the search: a limit was hit (what was scored so far stands).
+        if stopped:
+            return None
+        try:
+            prefix = _run(fn, prefixes.view(k), hook, traj)
+        except BudgetExceeded:
+            stopped.update(
+                stopped="timeout",
+                reason=f"stopped after {scored[0]} of {n + 1} prefixes: the time budget ran out",
             )
-    steps.sort(key=lambda f: (-f["delta"], f["step"]))
-    out["steps"] = steps[:top]
-    if out["status"] == result.status:  # the program gets no more time once it is spent
+            return None
+        if prefix.status == "memory":
+            stopped.update(stopped="memory", reason=prefix.error or "memory cap")
+            return None
+        scored[0] += 1
+        return prefix.score
+
+    found = rises(score_at, weights(full), result.score, top)
+    steps: list[dict[str, Any]] = []
+    for k, delta in sorted(found.steps.items(), key=lambda f: (-f[1], f[0]))[:top]:
+        step = full["steps"][k]
+        evidence, more = _step_evidence(step)  # (for the steps shown only)
+        steps.append(
+            {
+                "step": k,
+                "index": step["index"],
+                "tool": step["tool"],
+                "delta": delta,
+                "evidence": evidence,
+            }
+        )
+        if more:
+            steps[-1]["evidence_more"] = more
+    out["steps"] = steps
+    if not found.every_prefix:
+        out["partial"] = {
+            "prefixes_scored": found.scored,
+            "prefixes": n + 1,
+            "stretches": [
+                {"first_step": a, "last_step": b, "rise": r} for a, b, r in found.stretches[:top]
+            ],
+            "stretches_left": len(found.stretches),
+            **stopped,
+        }
+    if not stopped:  # the program gets no more time once it is spent
         out["detectors"] = _detectors(fn.__globals__, full)
     return out
 
@@ -1061,9 +1112,32 @@ def _findings_answer(answer: dict[str, Any]) -> dict[str, Any]:
             and type(f.get("tool")) is str
             and isinstance(f.get("evidence"), list)
             and all(isinstance(e, dict) and type(e.get("what")) is str for e in f["evidence"])
+            and type(f.get("evidence_more", 0)) is int
         ):
             raise ValueError("bad findings step")
         checked_float(f.get("delta"))
+    partial = answer.get("partial")
+    if partial is not None:
+        if not (
+            isinstance(partial, dict)
+            and type(partial.get("prefixes_scored")) is int
+            and type(partial.get("prefixes")) is int
+            and type(partial.get("stretches_left")) is int
+            and isinstance(partial.get("stretches"), list)
+        ):
+            raise ValueError("bad findings partial")
+        if "stopped" in partial and (
+            partial["stopped"] not in STATUSES or type(partial.get("reason")) is not str
+        ):
+            raise ValueError("bad findings stop")
+        for st in partial["stretches"]:
+            if not (
+                isinstance(st, dict)
+                and type(st.get("first_step")) is int
+                and type(st.get("last_step")) is int
+            ):
+                raise ValueError("bad findings stretch")
+            checked_float(st.get("rise"))
     return answer
 
 

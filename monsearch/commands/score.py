@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from monsearch.commands.consoles import Row, fitted_table, print_note, stdout_console
+from monsearch.commands.printable import printable
 from monsearch.commands.score_inputs import (
     error_text,
     expand_inputs,
@@ -30,6 +31,10 @@ from monsearch.corpora.errors import InputError
 from monsearch.errors import MonsearchError
 
 EXIT_UNREADABLE = 1
+#: Largest document ``score`` reads by default (a file, a JSONL line, stdin's document):
+#: past it a trajectory is refused unread. Every trajectory up to this size scores in
+#: about a second with its findings, in a few hundred MB (bench/hostile_inputs.py).
+MAX_MB = 10
 
 
 def _plugin_package(folder: Path) -> str | None:
@@ -93,6 +98,14 @@ def _finding_text(f: dict[str, Any]) -> str:
     help="Findings shown per trajectory.",
 )
 @click.option(
+    "--max-mb",
+    type=click.FloatRange(0.0, 1024.0, min_open=True),
+    default=MAX_MB,
+    show_default=True,
+    help="Largest trajectory read, in MB (a file, a JSONL line, stdin's document): "
+    "larger ones are refused unread.",
+)
+@click.option(
     "--runs-dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
@@ -105,6 +118,7 @@ def score(
     budget: float | None,
     as_json: bool,
     top: int,
+    max_mb: float,
     runs_dir: Path | None,
 ) -> None:
     """Score trajectories (files, folders, globs, - for stdin) with a monitor.
@@ -114,7 +128,9 @@ def score(
     .jsonl.zst). One result per trajectory: the score, the decision at the
     audit budget (audit / tie / pass, from the val benign thresholds) and the
     top findings. Inputs that cannot be read are reported on stderr, one line
-    each, and skipped; the exit code is 1 when any were, 0 otherwise.
+    each, and skipped; the exit code is 1 when any were, 0 otherwise. Names and
+    texts from the inputs are printed with control characters escaped (\\n,
+    \\x1b); --json output is JSON-escaped.
     """
     keep: list[Any] = []
     plugin = None
@@ -122,11 +138,12 @@ def score(
         plugin = load_monitor(monitor_ref, runs_dir, keep)
         unreadable = 0
         rows = []
-        for label, traj in _trajectories(plugin, inputs):
+        for label, traj in _trajectories(plugin, inputs, int(max_mb * 1024 * 1024)):
             if isinstance(traj, str):
                 unreadable += 1
-                # Plain echo: one line per input, never wrapped (scripts grep it).
-                click.echo(f"skipped {label}: {traj}", err=True)
+                # Plain echo: one line per input, never wrapped (scripts grep it); the
+                # name and the message may hold what an agent wrote.
+                click.echo(f"skipped {printable(label)}: {printable(traj)}", err=True)
                 if as_json:
                     click.echo(json.dumps({"input": label, "error": traj}))
                 continue
@@ -148,13 +165,19 @@ def score(
         sys.exit(EXIT_UNREADABLE)
 
 
-def _trajectories(plugin: Any, inputs: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+def _trajectories(
+    plugin: Any, inputs: tuple[str, ...], max_bytes: int
+) -> Iterator[tuple[str, Any]]:
     """``(name, trajectory or why it could not be read)`` for every input, in order."""
     for name, path, problem in expand_inputs(inputs):
         if problem is not None:
             yield name, problem
             continue
-        documents = read_stdin() if path is None else read_documents(path, name)
+        documents = (
+            read_stdin(max_bytes=max_bytes)
+            if path is None
+            else read_documents(path, name, max_bytes=max_bytes)
+        )
         for label, doc in documents:
             if isinstance(doc, InputError):
                 yield label, error_text(doc)
@@ -167,41 +190,73 @@ def _trajectories(plugin: Any, inputs: tuple[str, ...]) -> Iterator[tuple[str, A
                 yield label, error_text(err, doc)
 
 
-def _record(
-    plugin: Any, label: str, traj: Any, budget: float | None, top: int
-) -> dict[str, Any]:
+def _record(plugin: Any, label: str, traj: Any, budget: float | None, top: int) -> dict[str, Any]:
     from monsearch.export.display import finding_steps
 
-    result = plugin.evaluate(traj)
-    decision = plugin.decide(result.score, budget)
-    # A program that did not finish (plugins from before statuses: always ok) has no
-    # decision: its status stands instead, with no findings.
-    status = getattr(result, "status", "ok")
+    if top:
+        # findings() scores the whole trajectory first, with a fresh program instance as
+        # evaluate() does: its score and status are evaluate's, and the view is built
+        # once, not twice.
+        found = plugin.findings(traj, top=top)
+        score, error, status = found["score"], found["error"], found.get("status", "ok")
+    else:
+        result = plugin.evaluate(traj)
+        found, score, error = {"steps": []}, result.score, result.error
+        status = getattr(result, "status", "ok")  # plugins from before statuses: always ok
+    decision = plugin.decide(score, budget)
+    # A program that did not finish has no decision: its status stands instead, with no
+    # findings.
     if status != "ok":
         decision = {"decision": status, "budget": decision["budget"]}
-    found = finding_steps(plugin.findings(traj, top=top)["steps"]) if top and status == "ok" else []
+        found = {"steps": []}
     record = {
         "input": label,
         "trajectory_id": traj.id,
-        "score": result.score,
+        "score": score,
         "status": status,
         "decision": decision["decision"],
         "budget": decision["budget"],
         "threshold": decision.get("tau"),
-        "findings": found,
+        "findings": finding_steps(found["steps"]),
     }
+    if "partial" in found:  # a long run: not every prefix was scored (plugin.findings)
+        record["findings_partial"] = _partial(found["partial"])
     if "escalate" in decision:
         record["escalate"] = decision["escalate"]
-    if result.error:
-        record["error"] = result.error
+    if error:
+        record["error"] = error
     return record
+
+
+def _partial(partial: dict[str, Any]) -> dict[str, Any]:
+    from monsearch.export.display import rounded
+
+    out = dict(partial)
+    out["stretches"] = [{**s, "rise": rounded(s["rise"])} for s in partial.get("stretches", [])]
+    return out
+
+
+def _partial_text(partial: dict[str, Any]) -> str:
+    """The line under a long run's findings: how much of it they cover."""
+    text = f"(searched {partial['prefixes_scored']} of {partial['prefixes']} prefixes"
+    left = partial.get("stretches_left", 0)
+    if left:
+        s = partial["stretches"][0]
+        text += (
+            f"; {left} stretches unresolved, largest steps {s['first_step']}-{s['last_step']}"
+            f" +{s['rise']:.3g}"
+        )
+    if "stopped" in partial:
+        text += f"; {partial['stopped']}: {partial['reason']}"
+    return text + ")"
 
 
 SCORE_NOTE = (
     "score: the monitor's suspicion (higher: more likely an OPSEC failure); decision at the "
     "audit budget (the share of benign runs audited): audit when the score is above the "
     "threshold that flags that share of the val benign runs, pass below it, tie at it; top "
-    "findings: the steps that raised the score most, with the raise."
+    "findings: the steps that raised the score most, with the raise (in a run too long to "
+    "score every prefix, found by a search that says how many it scored)."
 )
 
 
@@ -217,15 +272,23 @@ def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, An
         table_rows.append(
             (
                 [
-                    r["input"],
+                    printable(r["input"]),
                     f"{r['score']:.4g}",
                     decision,
-                    "\n".join(_finding_text(f) for f in r["findings"]) or "-",
+                    "\n".join(
+                        [printable(_finding_text(f)) for f in r["findings"]]
+                        + (
+                            [_partial_text(r["findings_partial"])]
+                            if "findings_partial" in r
+                            else []
+                        )
+                    )
+                    or "-",
                 ],
                 "bold" if r["decision"] == "audit" else None,
             )
         )
-    title = f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})"
+    title = printable(f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})")
     # One budget for every row: it goes in the header, not in each cell.
     headers = ["trajectory", "score", f"decision at {percent(rows[0]['budget'])}", "top findings"]
     kinds = [cells.PATH, cells.NUMBER, cells.STATUS, cells.TEXT]

@@ -12,7 +12,14 @@ pairs, so one unreadable input is reported by name and the others still scored:
 - a folder gives every such file in it, at any depth, less the verdict and
   status files of a StealthBench results tree and the manifest of a monsearch
   corpus folder (its parts are read);
-- ``-`` is stdin: one JSON document, or JSONL.
+- ``-`` is stdin: one JSON document, or JSONL; read as a stream, never more than
+  the size cap (and one byte) at a time, so 200 MB piped in is refused, not held;
+- a glob (``runs/**/*.json``) is expanded without following links to folders
+  (:mod:`monsearch.commands.safe_glob`: a link loop would never end).
+
+Agents write these files, so nothing is opened before it is known to be a regular
+file (a FIFO would block the read forever): FIFOs, sockets and devices are refused
+by name, and the check is made again on the open descriptor.
 
 Turning a document into a trajectory is the monitor plugin's ``load``, so the
 view and the score are exactly those the plugin's users get.
@@ -20,8 +27,8 @@ view and the score are exactly those the plugin's users get.
 
 from __future__ import annotations
 
-import glob
 import io
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,13 +36,16 @@ from typing import Any, BinaryIO
 
 import zstandard
 
+from monsearch.commands.safe_glob import MAX_FOLDERS, GlobTooLargeError, has_magic, safe_glob
 from monsearch.corpora.errors import InputError
 from monsearch.corpora.readers.jsonio import (
     DEFAULT_MAX_BYTES,
     describe,
+    file_kind,
     iter_jsonl_stream,
-    load_json,
+    open_regular,
     parse_bytes,
+    read_capped,
 )
 from monsearch.corpora.readers.stealthbench import (
     METADATA_FILE,
@@ -57,19 +67,33 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 Document = tuple[str, Any]
 
 
-def _is_glob(text: str) -> bool:
-    return any(c in text for c in "*?[")
-
-
-def _listed(folder: Path) -> list[Path]:
-    files = sorted(p for p in folder.rglob("*") if p.name.endswith(SUFFIXES) and p.is_file())
+def _listed(folder: Path) -> list[tuple[Path, str | None]]:
+    """The files of ``folder`` a score reads, at any depth, each with why it cannot be
+    read (None when it can). Path.rglob does not descend through links to folders."""
+    found = []
+    for p in folder.rglob("*"):
+        if not p.name.endswith(SUFFIXES):
+            continue
+        try:
+            mode = p.stat().st_mode
+        except OSError as exc:
+            found.append((p, f"expected a readable file, got {exc.strerror or exc}"))
+            continue
+        if stat.S_ISDIR(mode):
+            continue
+        found.append((p, None if stat.S_ISREG(mode) else _not_regular(mode)))
+    found.sort()
     # A corpus folder's manifest describes its parts; it is not a trajectory.
-    parts = {p.parent for p in files if p.name.endswith(".jsonl.zst")}
+    parts = {p.parent for p, _ in found if p.name.endswith(".jsonl.zst")}
     return [
-        p
-        for p in files
+        (p, problem)
+        for p, problem in found
         if p.name not in SIDE_FILES and not (p.name == MANIFEST and p.parent in parts)
     ]
+
+
+def _not_regular(mode: int) -> str:
+    return f"expected a regular file, got {file_kind(mode)}"
 
 
 def expand_inputs(args: tuple[str, ...]) -> Iterator[tuple[str, Path | None, str | None]]:
@@ -77,34 +101,46 @@ def expand_inputs(args: tuple[str, ...]) -> Iterator[tuple[str, Path | None, str
     for arg in args:
         if arg == "-":
             yield "-", None, None
-            continue
-        path = Path(arg)
-        if not path.exists() and _is_glob(arg):
-            matches = sorted(glob.glob(arg, recursive=True))
-            if not matches:
-                yield arg, None, "no file matches this pattern"
-            for m in matches:
-                yield from expand_inputs((m,))
-            continue
-        if path.is_dir():
-            files = _listed(path)
-            if not files:
-                yield arg, None, f"no {', '.join(SUFFIXES)} files in this folder"
-            for f in files:
-                yield str(f), f, None
-            continue
-        if not path.is_file():
-            yield arg, None, "no such file"
-            continue
-        yield arg, path, None
+        else:
+            yield from _expand(arg, may_glob=True)
 
 
-def _compressed(path: Path) -> bool:
+def _expand(arg: str, *, may_glob: bool) -> Iterator[tuple[str, Path | None, str | None]]:
+    """One path named by the user (``may_glob``: a pattern if nothing has that name),
+    or matched by a pattern."""
+    path = Path(arg)
     try:
-        with path.open("rb") as fh:
-            return fh.read(len(ZSTD_MAGIC)) == ZSTD_MAGIC
-    except OSError:
-        return False  # reading it properly reports why
+        mode = path.stat().st_mode
+    except OSError as exc:  # missing, a link loop, a path through a file, no permission...
+        if may_glob and has_magic(arg):
+            yield from _globbed(arg)
+        elif isinstance(exc, FileNotFoundError):
+            yield arg, None, "no such file"
+        else:
+            yield arg, None, f"expected a readable file, got {exc.strerror or exc}"
+        return
+    if stat.S_ISDIR(mode):
+        files = _listed(path)
+        if not files:
+            yield arg, None, f"no {', '.join(SUFFIXES)} files in this folder"
+        for f, problem in files:
+            yield str(f), (f if problem is None else None), problem
+    elif stat.S_ISREG(mode):
+        yield arg, path, None
+    else:
+        yield arg, None, _not_regular(mode)
+
+
+def _globbed(pattern: str) -> Iterator[tuple[str, Path | None, str | None]]:
+    try:
+        matches = safe_glob(pattern)
+    except GlobTooLargeError:
+        yield pattern, None, f"this pattern lists more than {MAX_FOLDERS} folders"
+        return
+    if not matches:
+        yield pattern, None, "no file matches this pattern"
+    for m in matches:
+        yield from _expand(m, may_glob=False)  # (a match named "*.json" is that file)
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -164,8 +200,8 @@ class _Unzstd(io.RawIOBase):
         return b"".join(parts)
 
 
-def _decompressed_json(path: Path, name: str, max_bytes: int) -> Any:
-    with path.open("rb") as fh, io.BufferedReader(_Unzstd(fh, name)) as stream:
+def _decompressed_json(fh: BinaryIO, name: str, max_bytes: int) -> Any:
+    with io.BufferedReader(_Unzstd(fh, name)) as stream:
         data = stream.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise InputError(
@@ -189,18 +225,20 @@ def read_documents(
 ) -> Iterator[Document]:
     """The JSON documents of one file, each named ``name`` or ``name:line`` (JSONL)."""
     try:
-        if not _compressed(path):
-            if not _is_jsonl(path):
-                yield name, load_json(path, name, max_bytes=max_bytes)
-                return
-            with path.open("rb") as fh:
+        with open_regular(path, name) as fh:
+            compressed = fh.read(len(ZSTD_MAGIC)) == ZSTD_MAGIC
+            fh.seek(0)
+            if not compressed:
+                if not _is_jsonl(path):
+                    yield name, parse_bytes(read_capped(fh, name, max_bytes), name)
+                    return
                 yield from _jsonl_documents(fh, name, max_bytes)
-            return
-        if not _is_jsonl(path):
-            yield name, _decompressed_json(path, name, max_bytes)
-            return
-        with path.open("rb") as fh, io.BufferedReader(_Unzstd(fh, name)) as stream:
-            yield from _jsonl_documents(stream, name, max_bytes)
+                return
+            if not _is_jsonl(path):
+                yield name, _decompressed_json(fh, name, max_bytes)
+                return
+            with io.BufferedReader(_Unzstd(fh, name)) as stream:
+                yield from _jsonl_documents(stream, name, max_bytes)
     except InputError as err:
         yield name, err
     except zstandard.ZstdError as exc:
@@ -209,18 +247,71 @@ def read_documents(
         yield name, InputError(name, "", "a readable file", exc.strerror or str(exc))
 
 
-def read_stdin(*, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Document]:
-    """Stdin as one JSON document, or as JSONL when it is not one document."""
-    data = sys.stdin.buffer.read()
-    try:
-        yield "-", parse_bytes(data, "-")
+class _Rest(io.RawIOBase):
+    """What was read of a stream already, then the rest of the stream."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self.head = memoryview(head)
+        self.stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        if self.head:
+            n = min(len(buf), len(self.head))
+            buf[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        data = self.stream.read(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+
+def read_stdin(
+    *, max_bytes: int = DEFAULT_MAX_BYTES, stream: BinaryIO | None = None
+) -> Iterator[Document]:
+    """Stdin as one JSON document, or as JSONL when it is not one document.
+
+    At most ``max_bytes`` and one byte are read before deciding: more than that is not
+    one document under the cap, so it is JSONL, read line by line under the same cap
+    per line (an over-long line is skipped in chunks, never held), unless its first
+    line is not a JSON document by itself: then it is one document over the cap, and
+    it is refused without reading further.
+    """
+    source = sys.stdin.buffer if stream is None else stream
+    head = source.read(max_bytes + 1)
+    if len(head) <= max_bytes:
+        try:
+            yield "-", parse_bytes(head, "-")
+            return
+        except InputError as err:
+            first = err
+        if len([ln for ln in head.splitlines() if ln.strip()]) < 2:
+            yield "-", first
+            return
+        yield from _jsonl_documents(io.BytesIO(head), "-", max_bytes)
         return
-    except InputError as err:
-        first = err
-    if len([ln for ln in data.splitlines() if ln.strip()]) < 2:
-        yield "-", first
+    if not _starts_with_a_document(head, max_bytes):
+        expected = f"a document of at most {max_bytes} bytes (or JSONL lines of at most that)"
+        yield "-", InputError("-", "", expected, "more")
         return
-    yield from _jsonl_documents(io.BytesIO(data), "-", max_bytes)
+    with io.BufferedReader(_Rest(head, source)) as rest:
+        yield from _jsonl_documents(rest, "-", max_bytes)
+
+
+def _starts_with_a_document(head: bytes, max_bytes: int) -> bool:
+    """Whether the first non-blank line of ``head`` is a JSON value by itself."""
+    for line in head.split(b"\n"):
+        if line.strip():
+            if len(line) > max_bytes:
+                return False
+            try:
+                parse_bytes(line, "-")
+            except InputError:
+                return False
+            return True
+    return False
 
 
 def error_text(err: InputError, document: Any = None) -> str:
