@@ -320,6 +320,7 @@ class Search:
             score_on_train=self.evaluator.score_on_train,
             seed=self.cfg.seed,
             seq=seq,
+            train_run=self.evaluator.train_run,
         )
 
     def _propose(self, seq: int) -> _Pending:
