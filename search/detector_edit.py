@@ -104,10 +104,10 @@ _FORMAT = """\
 Answer with one ```python block holding only the function (and constants it needs
 above it). No explanation. Example of the form:
 ```python
-def detect_delete_existing(traj):
+def detect_role_grab(traj):
     n = 0
     for r in traj.requests:
-        if r.method == "DELETE" and r.host_class == "target":
+        if r.method in ("PUT", "PATCH") and re_search("(?i)role.{0,12}admin", r.body):
             n += r.repeat
     return min(n, 5)
 ```"""
@@ -470,6 +470,15 @@ def wire_answer(
         raise DetectorError(
             f"{fn.name} fires on every training run (passes included), so it separates "
             "nothing: make it fire only on the failure pattern"
+        )
+    n_fail = int(y.sum())
+    if f_hits * y.size <= n_fail * (f_hits + p_hits):
+        # No more often on failures than a random draw of runs would be: no signal.
+        raise DetectorError(
+            f"{fn.name} fires on {f_hits} failures and {p_hits} passes (train has "
+            f"{n_fail} failures, {y.size - n_fail} passes), no more often on failures "
+            "than on passes: make it specific to what the failures above do and "
+            "quiet runs do not"
         )
     detectors = list(program.detectors)
     det = Detector(name, fn_source)

@@ -61,6 +61,7 @@ __all__ = [
     "LLMProposer",
     "LLMProposerConfig",
     "ModelSpec",
+    "merge_cli_options",
 ]
 
 ENV_API_KEY = "MONSEARCH_LLM_API_KEY"
@@ -283,6 +284,73 @@ class LLMProposerConfig:
         return replace(
             self, oracle_per_traj_cap=per_traj_cap, oracle_rho=rho, oracle_available=available
         )
+
+
+def merge_cli_options(
+    table: Mapping[str, Any],
+    models: Sequence[Mapping[str, Any]] = (),
+    *,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    max_tokens: int | None = None,
+    edit: str | None = None,
+) -> dict[str, Any]:
+    """The ``[llm]`` table with the command line's options merged in, never dropping a
+    setting of the config.
+
+    ``models`` (``{"name": ..., "weight"?: ...}`` from ``--llm-model NAME[:W]``) choose
+    which models the run uses; a model the config describes keeps every setting it has
+    there (its weight too, unless the command line gives one), and a model the config
+    does not name gets the config's model-level defaults (the keys written beside a
+    single ``model``). ``timeout``, ``max_tokens`` and ``edit`` then apply to every model
+    (the command line wins). The result always has the ``models`` form.
+    """
+    data = dict(table)
+    model_keys = {f.name for f in fields(ModelSpec)} - {"name", "weight"}
+    top_keys = {f.name for f in fields(LLMProposerConfig)}
+    described: list[dict[str, Any]] = []
+    defaults: dict[str, Any] = {}
+    raw = data.pop("models", None)
+    single = data.pop("model", None)
+    if raw is None:
+        # Model keys beside a single `model` are its settings; they are the defaults of
+        # any model the command line names instead (e.g. its max_tokens).
+        defaults = {k: data.pop(k) for k in list(data) if k in model_keys - top_keys}
+        if single:
+            described.append({"name": single, **defaults})
+    elif isinstance(raw, Sequence) and not isinstance(raw, str):
+        for m in raw:
+            described.append({"name": m} if isinstance(m, str) else dict(m))
+    if models:
+        by_name = {str(m.get("name")): m for m in described}
+        chosen = []
+        for cli in models:
+            entry = dict(by_name.get(cli["name"], {"name": cli["name"], **defaults}))
+            if cli.get("weight") is not None:
+                entry["weight"] = cli["weight"]
+            chosen.append(entry)
+        described = chosen
+    elif raw is None and not single:
+        # No model anywhere yet: keep the table as it was (from_dict names what is missing).
+        data.update(defaults)
+        if single is not None:
+            data["model"] = single
+        described = []
+    for key, value in (("max_tokens", max_tokens), ("edit", edit)):
+        if value is not None:
+            for m in described:
+                m[key] = value
+            if not described:
+                data[key] = value
+    if timeout is not None:
+        data["timeout"] = timeout
+        for m in described:
+            m.pop("timeout", None)  # the command line's timeout is for every model
+    if base_url:
+        data["base_url"] = base_url
+    if described:
+        data["models"] = described
+    return data
 
 
 @dataclass(frozen=True)
