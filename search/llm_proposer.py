@@ -1,14 +1,17 @@
 """The LLM proposer: asks any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp,
 hosted APIs) for a child of the parent program, with weighted model ensembles.
 
-Calls go through openevolve's :class:`~openevolve.llm.ensemble.LLMEnsemble` of
-:class:`~openevolve.llm.openai.OpenAILLM` clients, with its pitfalls avoided
-(``shared/research/openevolve-0.4.0.md`` §10): the model is drawn from the
-proposal's ``rng`` (not the ensemble's own constant-seeded generator), the
-``seed`` sent to the server is drawn from the same ``rng`` (so a seed-honouring
-server answers reproducibly per candidate without giving every candidate the
-same answer), and the SDK's own retries are switched off so ``retries`` means
-what it says and a dead endpoint costs ``(retries + 1) * timeout`` at most.
+Calls go through the project's one client, :class:`~monsearch.sandbox.openai_client.OpenAIClient`
+(streamed by default, so a slow CPU model reports tokens/s through :attr:`LLMProposer.on_progress`).
+The model is drawn from the proposal's ``rng`` and the ``seed`` sent to the server is drawn
+from the same ``rng`` (a seed-honouring server answers reproducibly per candidate without
+giving every candidate the same answer); ``retries`` means what it says, so a dead endpoint
+costs ``(retries + 1) * timeout`` at most.
+
+What the model is asked for is set per model (``edit``): ``detector`` (the default; one
+``detect_<name>`` function, :mod:`.detector_edit`, for parents in the convention), ``diff``
+(SEARCH/REPLACE edits or a full rewrite, :mod:`.prompts`, :mod:`.diffs`) or ``full``. An
+unusable answer gets ``repair_turns`` follow-up turns that show the model the exact error.
 
 Every failure is a :class:`Proposal` with ``source=None`` and an ``error``, never
 an exception: a malformed answer, a child failing the sandbox's static check, an

@@ -121,8 +121,12 @@ def _propose(proposer, sandboxed_train, seed: int = 3):
 def test_a_detector_answer_is_wired_into_the_convention(sandboxed_train):
     with StubLLMServer() as stub:
         stub.script(Reply.text(GOOD, usage=(700, 60)))
-        p = _propose(_proposer(stub), sandboxed_train)
+        proposer = _proposer(stub)
+        lines: list[str] = []
+        proposer.on_progress = lines.append  # evolve's progress line while it streams
+        p = _propose(proposer, sandboxed_train)
         (body,) = stub.chat_bodies
+    assert lines and re.fullmatch(r"llm stub-small: \d+ tokens, [\d.]+ tok/s", lines[-1])
     assert p.error is None, p.error
     assert p.operator == "llm_detector"
     child = parse_program(p.source)

@@ -85,3 +85,35 @@ def test_evolve_with_the_real_model_records_every_proposal(server, tmp_path, sma
             assert r.artifacts["proposal_error"] and r.source is None
         else:
             assert r.source and r.sandbox_status is not None
+
+
+def test_serve_prints_the_options_and_stops_cleanly(tmp_path):
+    import signal
+
+    import httpx
+
+    model = _model()
+    env = dict(os.environ)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monsearch", "llm", "serve", "--model", str(model),
+         "--alias", "served-model", "--log", str(tmp_path / "server.log")]
+        + (["--python", env["MONSEARCH_LLAMA_PYTHON"]] if env.get("MONSEARCH_LLAMA_PYTHON") else []),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        first = proc.stdout.readline()  # blocks until the server answers (or it fails)
+        use = proc.stdout.readline()
+        assert first.startswith("serving served-model at http://127.0.0.1:"), first
+        url = first.split(" at ", 1)[1].split(" ", 1)[0]
+        assert use.strip() == (
+            "use: monsearch evolve --proposer offline:0.7,llm:0.3 "
+            f"--llm-base-url {url} --llm-model served-model"
+        )
+        listed = httpx.get(f"{url}/models", timeout=30).json()
+        assert [m["id"] for m in listed["data"]] == ["served-model"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(120)
+    assert proc.returncode == 0
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{url}/models", timeout=5)

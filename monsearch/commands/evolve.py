@@ -278,7 +278,7 @@ class _Display:
     def update(self, p: Any) -> None:
         if self.progress is not None:
             self.progress.update(
-                self.task, completed=p.done, best=p.best, rate=p.evals_per_s, usd=p.usd, llm=""
+                self.task, completed=p.done, best=p.best, rate=p.evals_per_s, usd=p.usd
             )
 
     def llm(self, text: str) -> None:
