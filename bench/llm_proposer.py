@@ -164,6 +164,7 @@ def main() -> None:
         return
     alias = alias or Path(model).name.removesuffix(".gguf")
     runs = Path(args.runs_dir or tempfile.mkdtemp(prefix="monsearch-llm-bench-"))
+    runs.mkdir(parents=True, exist_ok=True)
     common = ["--budget", str(args.budget), "--seed", str(args.seed), "--runs-dir", str(runs)]
     if args.corpus:
         common += ["--corpus", args.corpus]

