@@ -241,9 +241,10 @@ def build_detector_task(
         lines.append("")
         lines.append("Failures the monitor misses on train:")
         for k, i in enumerate(picks, 1):
-            task = train.tasks[i] if i < len(train.tasks) else "?"
+            # The failure's kind, not its task's name: a small model otherwise searches
+            # the run's text for the task name, which no run contains.
             dim = train.dimensions[i] if i < len(train.dimensions) else "?"
-            lines.append(f"{k}. task {task} ({dim}):")
+            lines.append(f"{k}. a {str(dim).replace('_', ' ')} failure:")
             text = describe_trajectory(train.views[i], trajectory_chars)
             lines += ["   " + ln for ln in text.splitlines()]
             if i < len(train.ids):
@@ -463,8 +464,10 @@ def wire_answer(
     if not fired.any():
         raise DetectorError(
             f"{fn.name} returned 0 on every one of the {col.size} training runs, so it "
-            "detects nothing: match what the failures above actually contain (look at "
-            "their requests, paths, bodies and commands), less strictly"
+            "detects nothing. A string no run contains, or a condition that is never "
+            "true, gives 0: test fields the failures above really show (a request's "
+            "method, path, host_class, body; a secret's kind and where; listeners; "
+            "commands), with fewer conditions, not words from this conversation"
         )
     if fired.all():
         raise DetectorError(
