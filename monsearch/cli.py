@@ -56,6 +56,7 @@ def _register() -> None:
     from monsearch.commands.corpus import corpus
     from monsearch.commands.evolve import evolve_cmd
     from monsearch.commands.export import export as export_cmd
+    from monsearch.commands.llm import llm as llm_cmd
     from monsearch.commands.runs import lineage_cmd, report_cmd, runs_cmd, show_cmd
     from monsearch.commands.sandbox import sandbox
     from monsearch.commands.score import score as score_cmd
@@ -71,6 +72,7 @@ def _register() -> None:
     cli.add_command(report_cmd)
     cli.add_command(export_cmd)
     cli.add_command(score_cmd)
+    cli.add_command(llm_cmd)
 
 
 _register()

@@ -35,14 +35,13 @@ import httpx
 
 from monsearch.errors import MonsearchError
 
-from .openai_endpoint import describe_transport_error, probe_endpoint
+from .openai_client import ChatError, OpenAIClient, RetryPolicy
+from .openai_endpoint import probe_endpoint
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENV_BASE_URL = "MONSEARCH_JUDGE_BASE_URL"
 ENV_MODEL = "MONSEARCH_JUDGE_MODEL"
 ENV_API_KEYS = ("MONSEARCH_JUDGE_API_KEY", "OPENAI_API_KEY")
-
-_RETRY_STATUS = frozenset({408, 409, 425, 429})
 
 CORRECTIVE_FOLLOW_UP = (
     "That reply could not be used: {problem}. Send the verdict again as one complete JSON "
@@ -257,11 +256,6 @@ def validate_verdict(obj: Any) -> JudgeAnswer:
     )
 
 
-def _timeout(config: LLMJudgeConfig, total: float | None = None) -> httpx.Timeout:
-    total = config.timeout_s if total is None else total
-    return httpx.Timeout(total, connect=min(config.connect_timeout_s, total))
-
-
 def _headers(config: LLMJudgeConfig) -> dict[str, str]:
     headers = {"Content-Type": "application/json"}
     if config.api_key:
@@ -269,19 +263,13 @@ def _headers(config: LLMJudgeConfig) -> dict[str, str]:
     return headers
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None  # HTTP-date form: fall back to our own schedule
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
 class ChatJudge:
-    """Synchronous client for one judge endpoint. Create it in the process that uses it."""
+    """Synchronous client for one judge endpoint. Create it in the process that uses it.
+
+    The HTTP side (timeouts, retries, Retry-After, the transport-failure count) is the
+    project's shared :class:`~.openai_client.OpenAIClient`; this class adds the verdict
+    format and its corrective follow-ups.
+    """
 
     def __init__(
         self,
@@ -291,77 +279,60 @@ class ChatJudge:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.config = config.resolved()
-        self._client = client or httpx.Client(
-            timeout=_timeout(self.config), headers=_headers(self.config)
+        cfg = self.config
+        assert cfg.base_url is not None
+        self._api = OpenAIClient(
+            cfg.base_url,
+            cfg.api_key,
+            timeout_s=cfg.timeout_s,
+            connect_timeout_s=min(cfg.connect_timeout_s, cfg.timeout_s),
+            retry=RetryPolicy(
+                attempts=cfg.http_attempts,
+                backoff_base_s=cfg.backoff_base_s,
+                backoff_max_s=cfg.backoff_max_s,
+                max_transport_failures=cfg.max_transport_failures,
+            ),
+            client=client,
+            sleep=sleep,
         )
-        self._owns_client = client is None
-        self._sleep = sleep
-        self.url = f"{self.config.base_url}/chat/completions"
-        #: Requests in a row (across calls) that got no HTTP answer at all.
-        self.transport_failures = 0
+        self.url = f"{cfg.base_url}/chat/completions"
+
+    @property
+    def transport_failures(self) -> int:
+        """Requests in a row (across calls) that got no HTTP answer at all."""
+        return self._api.transport_failures
+
+    @property
+    def _client(self) -> httpx.Client:
+        """The HTTP connection pool (its timeouts are the config's)."""
+        return self._api._client()
 
     def close(self) -> None:
-        if self._owns_client:
-            self._client.close()
-
-    def _backoff(self, attempt: int, rng: random.Random, hint: float | None) -> float:
-        cfg = self.config
-        delay = cfg.backoff_base_s * (2 ** (attempt - 1)) + rng.uniform(0.0, cfg.backoff_base_s)
-        if hint is not None:
-            delay = max(delay, hint)
-        return min(delay, cfg.backoff_max_s)
+        self._api.close()
 
     def _post(self, body: dict[str, Any], rng: random.Random) -> tuple[dict[str, Any], int, int]:
         """One completion with transport retries: (response JSON, requests made, retries)."""
-        attempts = self.config.http_attempts
         where = self.config.base_url
-        last = "no request made"
-        only_transport = True
-        for attempt in range(1, attempts + 1):
-            hint: float | None = None
-            try:
-                response = self._client.post(self.url, json=body)
-            except httpx.TransportError as exc:  # timeouts included: no HTTP answer at all
-                last = describe_transport_error(exc, where)
-                self.transport_failures += 1
-                if self.transport_failures >= self.config.max_transport_failures:
-                    error = JudgeHTTPError(
-                        f"judge unreachable: {last} ({self.transport_failures} requests in a "
-                        "row got no answer)",
-                        fatal=True,
-                        transport=True,
-                    )
-                    error.http_requests = attempt
-                    raise error from exc
+        try:
+            reply = self._api.chat(body, rng=rng)
+        except ChatError as exc:
+            if exc.kind == "transport":
+                error = JudgeHTTPError(
+                    f"judge unreachable: {exc}", fatal=True, transport=True
+                )
+            elif exc.kind == "status":
+                error = JudgeHTTPError(
+                    f"judge endpoint {exc}", status=exc.status, fatal=exc.fatal
+                )
             else:
-                self.transport_failures = 0
-                only_transport = False
-                status = response.status_code
-                if status == 200:
-                    try:
-                        return response.json(), attempt, attempt - 1
-                    except ValueError:
-                        last = "HTTP 200 with a body that is not JSON"
-                elif status in _RETRY_STATUS or status >= 500:
-                    last = f"HTTP {status} from {where}: {response.text[:200]}"
-                    hint = _retry_after(response)
-                else:
-                    error = JudgeHTTPError(
-                        f"judge endpoint {where} refused the request: HTTP {status}: "
-                        f"{response.text[:300]}",
-                        status=status,
-                        fatal=status in (401, 403, 404),
-                    )
-                    error.http_requests = attempt
-                    raise error
-            if attempt < attempts:
-                self._sleep(self._backoff(attempt, rng, hint))
-        error = JudgeHTTPError(
-            f"judge endpoint {where} failed after {attempts} requests; last: {last}",
-            transport=only_transport,
-        )
-        error.http_requests = attempts
-        raise error
+                error = JudgeHTTPError(
+                    f"judge endpoint {where} failed after {exc.requests} requests; "
+                    f"last: {exc.last}",
+                    transport=exc.transport,
+                )
+            error.http_requests = exc.requests
+            raise error from None
+        return reply.data, reply.requests, reply.retries
 
     def judge(
         self, prompt: str, *, model: str | None = None, rng: random.Random | None = None

@@ -34,6 +34,7 @@ __all__ = [
     "apply_blocks",
     "extract_blocks",
     "parse_answer",
+    "strip_reasoning",
 ]
 
 #: Answers longer than this are refused unparsed (``[llm] max_answer_chars``). A monitor
@@ -101,7 +102,7 @@ def _pick_fence(text: str) -> str | None:
     return (python or [fences[0][1]])[0].strip()
 
 
-def _strip_reasoning(text: str) -> str:
+def strip_reasoning(text: str) -> str:
     """Drop ``<think>...</think>`` sections (reasoning models served by vLLM, Ollama): drafts
     in them would otherwise be parsed as the answer. An unclosed ``<think>`` runs to the end
     (the model was cut off while thinking). Some chat templates omit the opening tag, so
@@ -246,7 +247,7 @@ def parse_answer(
             f"the answer is {len(text):,} characters, over the cap of {max_chars:,} "
             "([llm] max_answer_chars); refused unparsed",
         )
-    text = _strip_reasoning(text.replace("\r\n", "\n"))
+    text = strip_reasoning(text.replace("\r\n", "\n"))
     if not text.strip():
         return ParsedAnswer(None, "none", "the answer holds only reasoning (<think>), no program")
     idea = _idea(text)

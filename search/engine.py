@@ -207,6 +207,7 @@ class Search:
         *,
         proposers: dict[str, Proposer] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        on_llm_progress: Callable[[str], None] | None = None,
         stop: StopFlag | None = None,
     ) -> None:
         self.cfg = cfg
@@ -219,6 +220,8 @@ class Search:
             prepare = getattr(proposer, "prepare", None)
             if prepare is not None:
                 prepare(train)  # e.g. mining train once, before the first proposal
+            if on_llm_progress is not None and hasattr(proposer, "on_progress"):
+                proposer.on_progress = on_llm_progress  # a streamed answer's tokens/s
         self.on_progress = on_progress
         self.stop = stop if stop is not None else StopFlag()  # a StopFlag is falsy until set
         self.records: dict[str, CandidateRecord] = {}
@@ -320,6 +323,7 @@ class Search:
             score_on_train=self.evaluator.score_on_train,
             seed=self.cfg.seed,
             seq=seq,
+            train_run=self.evaluator.train_run,
         )
 
     def _propose(self, seq: int) -> _Pending:

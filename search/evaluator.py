@@ -242,7 +242,7 @@ class SearchEvaluator:
         except BaseException:
             self.close()
             raise
-        self._train_cache: OrderedDict[str, np.ndarray | None] = OrderedDict()
+        self._train_cache: OrderedDict[str, tuple[np.ndarray | None, str | None]] = OrderedDict()
 
     def _oracle(self, trajs: Sequence[Any], none: bool = False) -> Any:
         from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
@@ -299,16 +299,26 @@ class SearchEvaluator:
     def score_on_train(self, source: str, params: Mapping[str, float] | None = None) -> np.ndarray | None:
         """Scores on the proposers' train runs (None if the program does not run). Cached
         by source."""
+        return self.train_run(source, params)[0]
+
+    def train_run(
+        self, source: str, params: Mapping[str, float] | None = None
+    ) -> tuple[np.ndarray | None, str | None]:
+        """Scores on the proposers' train runs, or None and the sandbox's reason (its
+        error with the line, as a repair turn shows it to a model). Cached by source."""
         key = source if params is None else source + repr(sorted(params.items()))
         if key in self._train_cache:
             self._train_cache.move_to_end(key)
             return self._train_cache[key]
         result = self._train_pool.evaluate(source, params=params)
-        scores = np.asarray(result.scores, dtype=np.float64) if result.ok else None
-        self._train_cache[key] = scores
+        if result.ok:
+            entry = (np.asarray(result.scores, dtype=np.float64), None)
+        else:
+            entry = (None, f"{result.status}: {result.message}" if result.message else result.status)
+        self._train_cache[key] = entry
         if len(self._train_cache) > 256:
             self._train_cache.popitem(last=False)
-        return scores
+        return entry
 
     def score_on_train_many(
         self, source: str, params: Sequence[Mapping[str, float] | None]

@@ -1,14 +1,17 @@
 """The LLM proposer: asks any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp,
 hosted APIs) for a child of the parent program, with weighted model ensembles.
 
-Calls go through openevolve's :class:`~openevolve.llm.ensemble.LLMEnsemble` of
-:class:`~openevolve.llm.openai.OpenAILLM` clients, with its pitfalls avoided
-(``shared/research/openevolve-0.4.0.md`` §10): the model is drawn from the
-proposal's ``rng`` (not the ensemble's own constant-seeded generator), the
-``seed`` sent to the server is drawn from the same ``rng`` (so a seed-honouring
-server answers reproducibly per candidate without giving every candidate the
-same answer), and the SDK's own retries are switched off so ``retries`` means
-what it says and a dead endpoint costs ``(retries + 1) * timeout`` at most.
+Calls go through the project's one client, :class:`~monsearch.sandbox.openai_client.OpenAIClient`
+(streamed by default, so a slow CPU model reports tokens/s through :attr:`LLMProposer.on_progress`).
+The model is drawn from the proposal's ``rng`` and the ``seed`` sent to the server is drawn
+from the same ``rng`` (a seed-honouring server answers reproducibly per candidate without
+giving every candidate the same answer); ``retries`` means what it says, so a dead endpoint
+costs ``(retries + 1) * timeout`` at most.
+
+What the model is asked for is set per model (``edit``): ``detector`` (the default; one
+``detect_<name>`` function, :mod:`.detector_edit`, for parents in the convention), ``diff``
+(SEARCH/REPLACE edits or a full rewrite, :mod:`.prompts`, :mod:`.diffs`) or ``full``. An
+unusable answer gets ``repair_turns`` follow-up turns that show the model the exact error.
 
 Every failure is a :class:`Proposal` with ``source=None`` and an ``error``, never
 an exception: a malformed answer, a child failing the sandbox's static check, an
@@ -23,22 +26,32 @@ answer is not parsed). An answer longer than ``max_answer_chars`` is refused unp
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
 import math
 import os
 import random
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+import numpy as np
+
 from monsearch.errors import MonsearchError
 from monsearch.sandbox.check import check_program
+from monsearch.sandbox.openai_client import ChatError, OpenAIClient, Progress, RetryPolicy
+from monsearch.strategies.convention import parse_program
 
 from .config import ConfigError
-from .diffs import DEFAULT_MAX_ANSWER_CHARS, ParsedAnswer, parse_answer
+from .detector_edit import (
+    DetectorError,
+    DetectorTask,
+    answer_code,
+    build_detector_task,
+    defines_score,
+    wire_answer,
+)
+from .diffs import DEFAULT_MAX_ANSWER_CHARS, ParsedAnswer, parse_answer, strip_reasoning
 from .key_scrub import KeyScrubber
 from .prompts import BuiltPrompt, PromptOptions, build_prompt
 from .proposal import ProgramInfo, Proposal, ProposalContext
@@ -51,9 +64,13 @@ __all__ = [
     "LLMProposer",
     "LLMProposerConfig",
     "ModelSpec",
+    "merge_cli_options",
 ]
 
 ENV_API_KEY = "MONSEARCH_LLM_API_KEY"
+EDIT_MODES = ("detector", "diff", "full")
+#: max_tokens of a request when the model's own is not set, by what it is asked for.
+DEFAULT_MAX_TOKENS = {"detector": 1024, "diff": 4096, "full": 4096}
 ENV_BASE_URL = "MONSEARCH_LLM_BASE_URL"
 ENV_MODEL = "MONSEARCH_LLM_MODEL"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -81,11 +98,27 @@ class ModelSpec:
     api_key_env: str | None = None
     api_key: str | None = field(default=None, repr=False)
     temperature: float = 0.7
-    max_tokens: int = 4096
+    #: None: by the edit mode (:data:`DEFAULT_MAX_TOKENS`): a detector is short, a
+    #: rewrite is not, and a small model left at 4,096 may ramble for minutes.
+    max_tokens: int | None = None
     price_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
     top_p: float | None = None
     reasoning_effort: str | None = None
+    #: What the model is asked for: ``detector`` (one new or rewritten ``detect_*``
+    #: function, wired in by the convention: what a small model gets right), ``diff``
+    #: (SEARCH/REPLACE edits, a full rewrite at ``rewrite_probability``) or ``full``
+    #: (always the whole program). ``detector`` falls back to ``diff`` for a parent
+    #: outside the convention.
+    edit: str = "detector"
+    #: Seconds for one whole request (a streamed one included); None: the config's.
+    timeout: float | None = None
+    #: Stream the answer (server-sent events): progress shows, and a stalled server is
+    #: told apart from a slow one. Off for servers that do not stream.
+    stream: bool = True
+
+    def tokens_for(self, edit: str) -> int:
+        return self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS[edit]
 
     def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (
@@ -98,13 +131,17 @@ class ModelSpec:
 class LLMProposerConfig:
     """The LLM proposer's settings; :meth:`from_dict` reads a TOML table.
 
-    ``retries`` 0-1 and a short ``timeout`` suit a search loop: a failed call costs
-    one candidate, not minutes. ``rewrite_probability``: share of prompts asking for
-    a full rewrite instead of SEARCH/REPLACE edits (either answer is accepted).
+    ``retries`` 0-1 suit a search loop: a failed call costs one candidate. ``timeout``
+    bounds one whole request (a model's own ``timeout`` wins); the default leaves a
+    model on a CPU room to read its prompt and write its answer. ``rewrite_probability``:
+    share of ``diff`` prompts asking for a full rewrite instead (either answer is
+    accepted). ``repair_turns``: follow-up turns that show the model the exact error of
+    an unusable answer (a parse error, the sandbox's check, a run on train) before the
+    candidate counts as failed.
     """
 
     models: tuple[ModelSpec, ...]
-    timeout: float = 60.0
+    timeout: float = 600.0
     retries: int = 0
     retry_delay: float = 1.0
     base_url: str | None = None
@@ -128,6 +165,7 @@ class LLMProposerConfig:
     oracle_per_traj_cap: int | None = None
     oracle_rho: float | None = None
     oracle_available: bool = True
+    repair_turns: int = 1
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -138,8 +176,14 @@ class LLMProposerConfig:
                 problems.append("llm model: a name is needed")
             if not (m.weight >= 0 and math.isfinite(m.weight)):
                 problems.append(f"llm model {m.name!r}: weight must be >= 0")
-            if m.max_tokens < 1:
+            if m.max_tokens is not None and m.max_tokens < 1:
                 problems.append(f"llm model {m.name!r}: max_tokens must be >= 1")
+            if m.edit not in EDIT_MODES:
+                problems.append(
+                    f"llm model {m.name!r}: edit {m.edit!r}: one of {', '.join(EDIT_MODES)}"
+                )
+            if m.timeout is not None and not m.timeout > 0:
+                problems.append(f"llm model {m.name!r}: timeout must be > 0")
             if m.price_input_per_mtok < 0 or m.price_output_per_mtok < 0:
                 problems.append(f"llm model {m.name!r}: prices must be >= 0")
         if self.models and sum(m.weight for m in self.models) <= 0:
@@ -152,6 +196,8 @@ class LLMProposerConfig:
             problems.append("llm retry_delay: must be >= 0")
         if not 0 <= self.rewrite_probability <= 1:
             problems.append("llm rewrite_probability: must be in [0, 1]")
+        if not (isinstance(self.repair_turns, int) and 0 <= self.repair_turns <= 3):
+            problems.append("llm repair_turns: an integer from 0 to 3")
         if self.max_consecutive_failures < 1:
             problems.append("llm max_consecutive_failures: must be >= 1")
         if self.max_prompt_chars < 2_000:
@@ -243,6 +289,73 @@ class LLMProposerConfig:
         )
 
 
+def merge_cli_options(
+    table: Mapping[str, Any],
+    models: Sequence[Mapping[str, Any]] = (),
+    *,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    max_tokens: int | None = None,
+    edit: str | None = None,
+) -> dict[str, Any]:
+    """The ``[llm]`` table with the command line's options merged in, never dropping a
+    setting of the config.
+
+    ``models`` (``{"name": ..., "weight"?: ...}`` from ``--llm-model NAME[:W]``) choose
+    which models the run uses; a model the config describes keeps every setting it has
+    there (its weight too, unless the command line gives one), and a model the config
+    does not name gets the config's model-level defaults (the keys written beside a
+    single ``model``). ``timeout``, ``max_tokens`` and ``edit`` then apply to every model
+    (the command line wins). The result always has the ``models`` form.
+    """
+    data = dict(table)
+    model_keys = {f.name for f in fields(ModelSpec)} - {"name", "weight"}
+    top_keys = {f.name for f in fields(LLMProposerConfig)}
+    described: list[dict[str, Any]] = []
+    defaults: dict[str, Any] = {}
+    raw = data.pop("models", None)
+    single = data.pop("model", None)
+    if raw is None:
+        # Model keys beside a single `model` are its settings; they are the defaults of
+        # any model the command line names instead (e.g. its max_tokens).
+        defaults = {k: data.pop(k) for k in list(data) if k in model_keys - top_keys}
+        if single:
+            described.append({"name": single, **defaults})
+    elif isinstance(raw, Sequence) and not isinstance(raw, str):
+        for m in raw:
+            described.append({"name": m} if isinstance(m, str) else dict(m))
+    if models:
+        by_name = {str(m.get("name")): m for m in described}
+        chosen = []
+        for cli in models:
+            entry = dict(by_name.get(cli["name"], {"name": cli["name"], **defaults}))
+            if cli.get("weight") is not None:
+                entry["weight"] = cli["weight"]
+            chosen.append(entry)
+        described = chosen
+    elif raw is None and not single:
+        # No model anywhere yet: keep the table as it was (from_dict names what is missing).
+        data.update(defaults)
+        if single is not None:
+            data["model"] = single
+        described = []
+    for key, value in (("max_tokens", max_tokens), ("edit", edit)):
+        if value is not None:
+            for m in described:
+                m[key] = value
+            if not described:
+                data[key] = value
+    if timeout is not None:
+        data["timeout"] = timeout
+        for m in described:
+            m.pop("timeout", None)  # the command line's timeout is for every model
+    if base_url:
+        data["base_url"] = base_url
+    if described:
+        data["models"] = described
+    return data
+
+
 @dataclass(frozen=True)
 class _Endpoint:
     spec: ModelSpec
@@ -316,11 +429,11 @@ def _url_hint(where: str) -> str:
 
 
 class _RedactKeys(logging.Filter):
-    """Scrubs keys out of the log lines of openevolve's client and the OpenAI SDK (they
-    log exception texts verbatim). Logger filters see only records logged on that very
-    logger, hence the explicit module loggers."""
+    """Scrubs keys out of the log lines of the HTTP stack and of this module (a
+    library may log an exception text verbatim). Logger filters see only records
+    logged on that very logger, hence the explicit module loggers."""
 
-    LOGGERS = ("openevolve.llm.openai", "openevolve.llm.ensemble", "openai._base_client")
+    LOGGERS = ("httpx", "httpcore", __name__, "monsearch.sandbox.openai_client")
 
     def __init__(self) -> None:
         super().__init__()
@@ -359,56 +472,56 @@ class _EndpointError(Exception):
         self.fatal = fatal
 
 
-def _describe_exception(exc: BaseException, timeout: float) -> tuple[str, bool]:
+def _describe_chat_error(exc: ChatError, timeout: float) -> tuple[str, bool]:
     """A short text for an endpoint failure, and whether retrying is pointless."""
-    import openai
-
-    if isinstance(exc, openai.APITimeoutError | asyncio.TimeoutError | TimeoutError):
-        return f"no answer within {timeout:g} s (timeout)", False
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return f"HTTP {exc.status_code}: the endpoint refused the API key", True
-    if isinstance(exc, openai.NotFoundError):
-        return f"HTTP 404: {_api_message(exc)} (wrong base URL or model name?)", True
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {_api_message(exc)}", False
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
-        return f"connection failed ({detail})", False
-    if isinstance(exc, openai.APIResponseValidationError | ValueError):
-        return f"not a chat completion: {exc}", False
-    return f"{type(exc).__name__}: {exc}", False
-
-
-def _api_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and inner.get("message"):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-    return str(getattr(exc, "message", exc))
+    if exc.kind == "status":
+        status = exc.status
+        if status in (401, 403):
+            return f"HTTP {status}: the endpoint refused the API key", True
+        if status == 404:
+            return (
+                f"HTTP 404: {exc.server_message} (wrong base URL or model name?)",
+                True,
+            )
+        return f"HTTP {status}: {exc.server_message}", False
+    last = exc.last or str(exc)
+    if exc.timed_out:
+        return f"no answer within {timeout:g} s (timeout): {last}", exc.fatal
+    if exc.transport:
+        return f"connection failed ({last})", exc.fatal
+    if last.startswith("HTTP 200"):
+        return f"not a chat completion: {last}", exc.fatal
+    return last, exc.fatal
 
 
-def _run_coroutine(work: Any) -> Any:
-    """Run ``work()`` (a function returning a coroutine's result via asyncio.run) even when
-    the caller is inside a running event loop (then in a helper thread)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return work()
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(work).result()
+@dataclass
+class _Outcome:
+    """What one answer turned into: a child source, or the error a repair turn shows."""
+
+    source: str | None
+    kind: str
+    description: str = ""
+    error: str | None = None
+    #: False: showing the model its error cannot help (an answer withheld for the key,
+    #: an answer over the size cap, an empty reply cut off at max_tokens...).
+    repairable: bool = True
+
+
+_REPAIR = (
+    "That answer cannot be used: {error}\n"
+    "Fix exactly this and answer again in the same format (one ```python block{what})."
+)
 
 
 class LLMProposer:
     """Proposer for OpenAI-compatible chat endpoints (see the module doc).
 
     ``propose`` draws from ``rng``, in this order: the model (by weight), diff or
-    full rewrite, the request ``seed``, then the train feedback shown. Counters:
-    :attr:`consecutive_failures` (endpoint failures since the last answer),
-    :attr:`endpoint_dead`, :attr:`last_error`, :meth:`stats`.
+    full rewrite, the request ``seed``, then what the prompt shows (train feedback;
+    for the detector contract the task). Counters: :attr:`consecutive_failures`
+    (endpoint failures since the last answer), :attr:`endpoint_dead`,
+    :attr:`last_error`, :meth:`stats`. ``on_progress`` (settable): called with a
+    one-line text while a streamed answer arrives ("llm model: 143 tokens, 17.2 tok/s").
     """
 
     name = "llm"
@@ -428,18 +541,21 @@ class LLMProposer:
         for m in config.models:
             acc += m.weight / total
             self._cumulative.append(acc)
-        self._local = threading.local()
+        self._clients: dict[int, OpenAIClient] = {}
         self._lock = threading.Lock()
         _KEY_FILTER.add(self._keys)
         self._consecutive = 0
         self._fatal: str | None = None
         self.last_error: str | None = None
+        self.on_progress: Callable[[str], None] | None = None
         self._stats: dict[str, Any] = {
             "calls": 0,
             "answers": 0,
             "endpoint_failures": 0,
             "bad_answers": 0,
             "children": 0,
+            "repair_turns": 0,
+            "repaired": 0,
             "prompt_tokens": 0,
             "completion_tokens": 0,
             "cost_usd": 0.0,
@@ -486,7 +602,7 @@ class LLMProposer:
             self._fatal = None
 
     def stats(self) -> dict[str, Any]:
-        """Counts and spend so far (calls, answers, failures, tokens, USD, per model)."""
+        """Counts and spend so far (calls, answers, failures, repairs, tokens, USD, per model)."""
         with self._lock:
             out = dict(self._stats)
             out["by_model"] = {k: dict(v) for k, v in self._stats["by_model"].items()}
@@ -502,6 +618,7 @@ class LLMProposer:
                 "weight": e.spec.weight,
                 "base_url": e.base_url,
                 "key_source": e.key_source,
+                "edit": e.spec.edit,
             }
             for e in self._endpoints
         ]
@@ -557,144 +674,253 @@ class LLMProposer:
         context: ProposalContext,
     ) -> Proposal:
         idx = self.pick_model(rng)
-        mode = "rewrite" if rng.random() < self.config.rewrite_probability else "diff"
+        rewrite = rng.random() < self.config.rewrite_probability
         seed = rng.getrandbits(31)
         endpoint = self._endpoints[idx]
         spec = endpoint.spec
-        operator = f"llm_{mode}"
         parents = (parent.id,)
+        program = parse_program(parent.source) if spec.edit == "detector" else None
+        if program is not None:
+            mode = "detector"
+        else:
+            mode = "rewrite" if spec.edit == "full" or (spec.edit == "diff" and rewrite) else "diff"
+            if spec.edit == "detector":  # a parent outside the convention: SEARCH/REPLACE
+                mode = "rewrite" if rewrite else "diff"
+        operator = f"llm_{mode}"
+        task: DetectorTask | None = None
         try:
-            prompt = self.build_prompt(parent, inspirations, rng, context, mode)
+            if program is not None:
+                task = build_detector_task(
+                    parent, program, context, rng, n_missed=min(self.config.n_missed, 3)
+                )
+                system, user = task.system, task.user
+            else:
+                built = self.build_prompt(parent, inspirations, rng, context, mode)
+                system, user = built.system, built.user
         except Exception as exc:  # a prompt bug costs this candidate, not the run
             return Proposal(
                 None, operator, parents, error=f"building the prompt failed: {exc}", model=spec.name
             )
-        try:
-            text, usage = self._call(idx, prompt, seed if self.config.send_seed else None)
-        except _EndpointError as exc:
-            # The server's part scrubbed on its own: if it held the key, the rest still says
-            # which endpoint failed.
-            message = self._scrub(
-                f"LLM endpoint error ({spec.name} at {endpoint.base_url}): "
-                + self._scrub(str(exc))
-            )[:_MAX_ERROR_CHARS]
-            self._record_failure(spec.name, message, exc.fatal)
-            return Proposal(None, operator, parents, error=message, model=spec.name)
+        max_tokens = spec.tokens_for("detector" if mode == "detector" else spec.edit)
+        messages: list[dict[str, str]] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+        ]
+        usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0}
+        raws: list[str] = []
+        outcome = _Outcome(None, mode, error="no answer")
+        parent_scores = None
+        if program is not None:
+            scores, _ = context.run_on_train(parent.source)
+            parent_scores = None if scores is None else np.asarray(scores, dtype=float)
+        turns = 1 + self.config.repair_turns
+        for turn in range(turns):
+            try:
+                text, got = self._call(idx, messages, seed if self.config.send_seed else None, max_tokens)
+            except _EndpointError as exc:
+                # The server's part scrubbed on its own: if it held the key, the rest still
+                # says which endpoint failed.
+                message = self._scrub(
+                    f"LLM endpoint error ({spec.name} at {endpoint.base_url}): "
+                    + self._scrub(str(exc))
+                )[:_MAX_ERROR_CHARS]
+                self._record_failure(spec.name, message, exc.fatal)
+                if turn == 0:
+                    return Proposal(None, operator, parents, error=message, model=spec.name)
+                outcome = replace(outcome, error=f"{outcome.error}; the repair turn failed: {message}")
+                break
+            for k in ("prompt_tokens", "completion_tokens"):
+                usage[k] += got[k]
+            if got.get("estimated"):
+                usage["estimated"] = 1
+            raw, outcome = self._outcome(text, parent, program, task, context, parent_scores)
+            if outcome.error is not None and got["completion_tokens"] >= max_tokens:
+                outcome.error += f" (the answer hit max_tokens = {max_tokens} and may be cut off)"
+            if raw is not None:
+                raws.append(raw)
+            if turn > 0:
+                with self._lock:
+                    self._stats["repair_turns"] += 1
+                    if outcome.error is None:
+                        self._stats["repaired"] += 1
+            if outcome.error is None or not outcome.repairable or turn == turns - 1:
+                break
+            what = " with the one function" if mode == "detector" else ""
+            messages += [
+                {"role": "assistant", "content": raw or ""},
+                {"role": "user", "content": _REPAIR.format(error=outcome.error, what=what)},
+            ]
+        if outcome.kind in ("diff", "rewrite", "detector"):
+            operator = f"llm_{outcome.kind}"
         cost = spec.cost_usd(usage["prompt_tokens"], usage["completion_tokens"])
+        error = outcome.error
+        self._record_answer(spec.name, usage, cost, error is None)
+        if len(raws) > 1:
+            operator += "+repair" if error is None else ""
+        raw_response = (
+            None
+            if not raws
+            else raws[0]
+            if len(raws) == 1
+            else "\n\n".join(
+                (f"--- repair turn {i} ---\n" if i else "") + r for i, r in enumerate(raws)
+            )
+        )
+        return Proposal(
+            source=outcome.source if error is None else None,
+            operator=operator,
+            parent_ids=parents,
+            description=self._scrub(outcome.description)[:_MAX_DESCRIPTION_CHARS],
+            error=None if error is None else self._scrub(error)[:_MAX_ERROR_CHARS],
+            raw_response=raw_response,
+            model=spec.name,
+            usage=usage,
+            cost_usd=cost,
+        )
+
+    def _outcome(
+        self,
+        text: str | None,
+        parent: ProgramInfo,
+        program: Any,
+        task: DetectorTask | None,
+        context: ProposalContext,
+        parent_scores: np.ndarray | None,
+    ) -> tuple[str | None, _Outcome]:
+        """The answer as kept (scrubbed) and what it turned into."""
         cap = self.config.max_answer_chars
         if text is not None and len(text) > cap:
             # Refused before any parsing; only its head (scrubbed) is kept to look at.
-            raw: str | None = self._scrub(text[:cap])
             parsed = parse_answer(parent.source, text, max_chars=cap)
-        elif text is None:
-            raw, parsed = None, parse_answer(parent.source, None)
-        else:
-            # Scrubbed before parsing: a key echoed into code must not reach the lineage.
-            raw, withheld = self._scrubber.scan(text)
-            if withheld:
-                parsed = ParsedAnswer(
-                    None,
-                    "none",
-                    "the answer held the API key (or a fragment or encoding of it): "
-                    "withheld and not parsed",
-                )
-            else:
-                parsed = parse_answer(parent.source, raw, max_chars=None)
-        if parsed.kind in ("diff", "rewrite"):
-            operator = f"llm_{parsed.kind}"
+            return self._scrub(text[:cap]), _Outcome(None, "none", error=parsed.error, repairable=False)
+        if text is None:
+            parsed = parse_answer(parent.source, None)
+            return None, _Outcome(None, "none", error=parsed.error)
+        # Scrubbed before parsing: a key echoed into code must not reach the lineage.
+        raw, withheld = self._scrubber.scan(text)
+        if withheld:
+            return raw, _Outcome(
+                None,
+                "none",
+                error="the answer held the API key (or a fragment or encoding of it): "
+                "withheld and not parsed",
+                repairable=False,
+            )
+        if task is not None and program is not None:
+            detector = self._detector_outcome(raw, parent, program, task, context, parent_scores)
+            if detector is not None:
+                return raw, detector
+        parsed: ParsedAnswer = parse_answer(parent.source, raw, max_chars=None)
         error = parsed.error
         if error is None and parsed.source is not None:
             report = check_program(parsed.source)
             if not report.ok:
                 error = f"the child fails the sandbox check: {report.message}"
-        if error is not None and usage["completion_tokens"] >= spec.max_tokens:
-            error += f" (the answer hit max_tokens = {spec.max_tokens} and may be cut off)"
-        self._record_answer(spec.name, usage, cost, error is None)
         description = "\n".join(x for x in (parsed.idea, parsed.summary) if x)
-        return Proposal(
-            source=parsed.source if error is None else None,
-            operator=operator,
-            parent_ids=parents,
-            description=self._scrub(description)[:_MAX_DESCRIPTION_CHARS],
-            error=None if error is None else self._scrub(error)[:_MAX_ERROR_CHARS],
-            raw_response=raw,
-            model=spec.name,
-            usage=usage,
-            cost_usd=cost,
-        )
+        return raw, _Outcome(parsed.source, parsed.kind, description, error)
+
+    def _detector_outcome(
+        self,
+        raw: str,
+        parent: ProgramInfo,
+        program: Any,
+        task: DetectorTask,
+        context: ProposalContext,
+        parent_scores: np.ndarray | None,
+    ) -> _Outcome | None:
+        """The detector contract's reading of an answer; None: the answer is a whole
+        program (it defines ``score``) and is read as a rewrite instead."""
+        try:
+            code = answer_code(strip_reasoning(raw))
+        except DetectorError as exc:
+            return _Outcome(None, "detector", error=str(exc))
+        if defines_score(code):
+            return None  # a whole program: read as a rewrite, as any mode accepts one
+        try:
+            wired = wire_answer(code, program, task, context, parent_scores)
+        except DetectorError as exc:
+            return _Outcome(None, "detector", error=str(exc))
+        return _Outcome(wired.source, "detector", wired.description)
 
     # ----------------------------------------------------------------- internals
 
     def _scrub(self, text: str) -> str:
         return self._scrubber.scrub(text)
 
-    def _ensemble(self) -> Any:
-        """This thread's ensemble (clients keep ``last_usage`` per call, so threads must not
-        share them); built on first use so an unused proposer opens no client."""
-        ens = getattr(self._local, "ensemble", None)
-        if ens is None:
-            from openevolve.config import LLMModelConfig
-            from openevolve.llm.ensemble import LLMEnsemble
-
-            cfgs = []
-            for e in self._endpoints:
-                m = e.spec
-                mc = LLMModelConfig(
-                    name=m.name,
-                    api_base=e.base_url,
-                    weight=m.weight,
-                    temperature=m.temperature,
-                    top_p=m.top_p,
-                    max_tokens=m.max_tokens,
-                    timeout=self.config.timeout,
-                    retries=self.config.retries,
-                    retry_delay=self.config.retry_delay,
-                    random_seed=None,  # else a constant seed goes with every request
-                    reasoning_effort=m.reasoning_effort,
+    def _client(self, idx: int) -> OpenAIClient:
+        """The endpoint's client, made on first use (an unused proposer opens none)."""
+        with self._lock:
+            client = self._clients.get(idx)
+            if client is None:
+                e = self._endpoints[idx]
+                client = OpenAIClient(
+                    e.base_url,
+                    None if e.key == _NO_KEY else e.key,
+                    timeout_s=e.spec.timeout or self.config.timeout,
+                    connect_timeout_s=min(10.0, e.spec.timeout or self.config.timeout),
+                    retry=RetryPolicy(
+                        attempts=self.config.retries + 1,
+                        backoff_base_s=self.config.retry_delay,
+                        backoff_max_s=max(self.config.retry_delay * 8, 1.0),
+                    ),
                 )
-                mc.api_key = e.key  # set after __post_init__: a key is never "${VAR}"-expanded
-                cfgs.append(mc)
-            ens = LLMEnsemble(cfgs)
-            for model in ens.models:
-                # openevolve retries around the SDK's own retries; keep only its outer loop.
-                model.client = model.client.with_options(max_retries=0)
-            self._local.ensemble = ens
-        return ens
+                self._clients[idx] = client
+            return client
 
     def _call(
-        self, idx: int, prompt: BuiltPrompt, seed: int | None
+        self,
+        idx: int,
+        messages: list[dict[str, str]],
+        seed: int | None,
+        max_tokens: int,
     ) -> tuple[str | None, dict[str, int]]:
         spec = self._endpoints[idx].spec
+        timeout = spec.timeout or self.config.timeout
         with self._lock:
             self._stats["calls"] += 1
             self._stats["by_model"][spec.name]["calls"] += 1
+        body: dict[str, Any] = {
+            "model": spec.name,
+            "messages": messages,
+            "temperature": spec.temperature,
+            "max_tokens": max_tokens,
+        }
+        if spec.top_p is not None:
+            body["top_p"] = spec.top_p
+        if spec.reasoning_effort is not None:
+            body["reasoning_effort"] = spec.reasoning_effort
+        if seed is not None:
+            body["seed"] = seed
+        progress = None
+        if spec.stream and self.on_progress is not None:
+            report = self.on_progress
 
-        def work() -> tuple[str | None, dict[str, Any] | None]:
-            model = self._ensemble().models[idx]
-            model.last_usage = None
-            kwargs: dict[str, Any] = {} if seed is None else {"seed": seed}
-            text = asyncio.run(
-                model.generate_with_context(prompt.system, prompt.messages(), **kwargs)
-            )
-            return text, model.last_usage
+            def progress(p: Progress) -> None:
+                report(f"llm {spec.name}: {p.tokens} tokens, {p.tokens_per_s:.1f} tok/s")
 
         try:
-            text, last_usage = _run_coroutine(work)
-        except Exception as exc:
-            message, fatal = _describe_exception(exc, self.config.timeout)
+            reply = self._client(idx).chat(
+                body,
+                stream=spec.stream,
+                timeout_s=timeout,
+                rng=random.Random(seed or 0),
+                on_progress=progress,
+            )
+        except ChatError as exc:
+            message, fatal = _describe_chat_error(exc, timeout)
             raise _EndpointError(message, fatal) from None
-        if text is not None and not isinstance(text, str):
-            raise _EndpointError(f"not a chat completion: content of type {type(text).__name__}")
-        if last_usage:
-            usage = {
-                "prompt_tokens": int(last_usage.get("prompt_tokens") or 0),
-                "completion_tokens": int(last_usage.get("completion_tokens") or 0),
-            }
+        text = reply.text
+        if reply.usage:
+            usage = dict(reply.usage)
         else:
-            # No usage from the server: estimate (4 chars a token) so spend caps still bite.
+            # No usage from the server: a streamed answer's chunks are its tokens (one
+            # each on llama.cpp); else estimate 4 characters a token, so caps still bite.
+            chars = sum(len(m["content"]) for m in messages)
             usage = {
-                "prompt_tokens": math.ceil(prompt.chars / 4),
-                "completion_tokens": math.ceil(len(text or "") / 4),
+                "prompt_tokens": math.ceil(chars / 4),
+                "completion_tokens": reply.chunks
+                if reply.chunks is not None
+                else math.ceil(len(text or "") / 4),
                 "estimated": 1,
             }
         return text, usage
@@ -723,14 +949,14 @@ class LLMProposer:
             self._stats["by_model"][model]["consecutive_failures"] = 0
 
     def __getstate__(self) -> dict[str, Any]:
-        # Clients, locks and thread-locals do not pickle; they are rebuilt on first use.
+        # Clients and locks do not pickle; they are rebuilt on first use.
         state = self.__dict__.copy()
-        for k in ("_local", "_lock"):
-            state.pop(k, None)
+        state.pop("_lock", None)
+        state["_clients"] = {}
+        state["on_progress"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._local = threading.local()
         self._lock = threading.Lock()
         _KEY_FILTER.add(self._keys)

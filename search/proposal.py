@@ -77,6 +77,16 @@ class ProposalContext:
     score_on_train: Callable[[str], np.ndarray | None]
     seed: int
     seq: int
+    #: Like ``score_on_train`` but also the sandbox's reason when the program does not
+    #: run (None: not offered; proposers then fall back to ``score_on_train``).
+    train_run: Callable[[str], tuple[np.ndarray | None, str | None]] | None = None
+
+    def run_on_train(self, source: str) -> tuple[np.ndarray | None, str | None]:
+        """Scores on train and, when there are none, why (as far as the loop says)."""
+        if self.train_run is not None:
+            return self.train_run(source)
+        scores = self.score_on_train(source)
+        return scores, None if scores is not None else "the program does not run on train"
 
 
 class Proposer(Protocol):

@@ -16,6 +16,9 @@ bodies). Each chat request consumes the next scripted :class:`Reply` (then
 ``Reply.echo_auth(template)``        ``template`` with ``{auth}`` replaced by the request's
                                      Authorization header (a server leaking the key)
 
+A request with ``"stream": true`` is answered with server-sent events (see
+``_Handler._stream``), as real servers do.
+
 ``GET /v1/models`` lists ``models`` (key-checked like the chat route), as vLLM, Ollama
 and llama.cpp do; the search probes it before its first candidate.
 
@@ -144,6 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif reply.kind == "echo_auth":
             content = (reply.content or "").replace("{auth}", headers.get("authorization", ""))
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body["messages"])
+        if body.get("stream"):
+            return self._stream(body, reply, content, prompt_chars)
         response: dict[str, Any] = {
             "id": f"chatcmpl-stub-{len(stub.requests)}",
             "object": "chat.completion",
@@ -161,6 +166,38 @@ class _Handler(BaseHTTPRequestHandler):
             p, c = reply.usage if reply.usage else (prompt_chars // 4, len(content or "") // 4)
             response["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
         self._send(200, json.dumps(response).encode())
+
+
+    def _stream(self, body: dict[str, Any], reply: Reply, content: str | None, chars: int) -> None:
+        """Server-sent events as OpenAI-compatible servers send them: a role chunk, one
+        chunk per 4 characters of content, a finish chunk, ``usage`` when asked for
+        (``stream_options.include_usage``) and not scripted away, then ``[DONE]``."""
+        base = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "model": body["model"]}
+
+        def event(choices: list[Any], **extra: Any) -> bytes:
+            return b"data: " + json.dumps({**base, "choices": choices, **extra}).encode() + b"\n\n"
+
+        events = [event([{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}])]
+        text = content or ""
+        for i in range(0, len(text), 4):
+            piece = {"index": 0, "delta": {"content": text[i : i + 4]}, "finish_reason": None}
+            events.append(event([piece]))
+        events.append(event([{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+        wants = (body.get("stream_options") or {}).get("include_usage")
+        if wants and reply.usage is not False:
+            p, c = reply.usage if reply.usage else (chars // 4, len(text) // 4)
+            usage = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+            events.append(event([], usage=usage))
+        events.append(b"data: [DONE]\n\n")
+        payload = b"".join(events)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
 
 class StubLLMServer(LoopbackServer):

@@ -90,6 +90,7 @@ def _propose(stub: StubLLMServer, train: TrainData, answer: str | Reply, **confi
         timeout=5.0,
         rewrite_probability=0.0,
         base_url=stub.base_url,
+        repair_turns=0,
         **config,
     )
     proposer = LLMProposer(cfg, env={"MONSEARCH_LLM_API_KEY": KEY})

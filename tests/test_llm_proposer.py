@@ -143,7 +143,9 @@ def _config(stub: StubLLMServer | None, **kw) -> LLMProposerConfig:
             ),
         ),
     )
-    settings = {"timeout": 2.0, "retries": 0, "rewrite_probability": 0.0, **kw}
+    # One turn per proposal: these tests read how a single answer is handled (the
+    # repair turn has its own tests in test_llm_repair.py).
+    settings = {"timeout": 2.0, "retries": 0, "rewrite_probability": 0.0, "repair_turns": 0, **kw}
     if stub is not None:
         settings.setdefault("base_url", stub.base_url)
     return LLMProposerConfig(models=tuple(models), **settings)

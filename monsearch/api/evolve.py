@@ -212,6 +212,7 @@ def run_search(
     on_stage: Callable[[str], None] | None = None,
     on_start: Callable[[EvolveConfig, Run, int], None] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    on_llm_progress: Callable[[str], None] | None = None,
     stop: StopFlag | None = None,
 ) -> SearchOutcome:
     """Run (or resume) a search to its budget, select and freeze the strategy."""
@@ -282,7 +283,10 @@ def run_search(
         stage(f"building views of {len(evaluator.train)} train trajectories for the proposers")
         train = _train_data(evaluator.train)
         store.set_meta("status", "running")
-        search = Search(cfg, run, evaluator, train, store, on_progress=on_progress, stop=stop)
+        search = Search(
+            cfg, run, evaluator, train, store,
+            on_progress=on_progress, on_llm_progress=on_llm_progress, stop=stop,
+        )  # fmt: skip
         if on_start:
             on_start(cfg, run, len(search.stored))
         t_loop = time.perf_counter()

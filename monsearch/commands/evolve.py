@@ -15,12 +15,13 @@ EXIT_INTERRUPTED = 130
 
 
 def _model_spec(text: str) -> dict[str, Any]:
-    """``name`` or ``name:weight``; a tag like ``qwen2.5-coder:7b`` stays part of the name."""
+    """``name`` or ``name:weight``; a tag like ``qwen2.5-coder:7b`` stays part of the name.
+    No weight given: none in the result (the config's weight, else 1, applies)."""
     name, _, weight = text.rpartition(":")
     try:
-        return {"name": name, "weight": float(weight)} if name else {"name": text, "weight": 1.0}
+        return {"name": name, "weight": float(weight)} if name else {"name": text}
     except ValueError:
-        return {"name": text, "weight": 1.0}
+        return {"name": text}
 
 
 @click.command("evolve")
@@ -48,6 +49,16 @@ def _model_spec(text: str) -> dict[str, Any]:
 @click.option("--llm-base-url", default=None, metavar="URL",
               help="OpenAI-compatible endpoint of the llm proposer (vLLM, Ollama, llama.cpp, "
               "hosted). [default: $MONSEARCH_LLM_BASE_URL]")
+@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="S", help="Seconds one LLM request may take, streamed answer included "
+              "(for every model). [default: the config's, else 600]")
+@click.option("--llm-max-tokens", type=click.IntRange(min=1), default=None, metavar="N",
+              help="max_tokens of every LLM answer. [default: the model's, else 1024 for "
+              "edit detector, 4096 otherwise]")
+@click.option("--llm-edit", type=click.Choice(["detector", "diff", "full"]), default=None,
+              help="What the LLM is asked for: one detect_* function wired in by the "
+              "convention (small models), SEARCH/REPLACE edits, or the whole program. "
+              "[default: the model's, else detector]")
 @click.option("--rho", type=click.FloatRange(min=0), default=None,
               help="Oracle query cap: mean oracle calls per benign trajectory; a candidate "
               "over it is infeasible. [default: 0.05]")
@@ -96,6 +107,9 @@ def evolve_cmd(
     proposer: str | None,
     llm_models: tuple[str, ...],
     llm_base_url: str | None,
+    llm_timeout: float | None,
+    llm_max_tokens: int | None,
+    llm_edit: str | None,
     rho: float | None,
     per_traj_cap: int | None,
     b_lo: float | None,
@@ -131,11 +145,18 @@ def evolve_cmd(
     from monsearch.search.config import EvolveConfig, load_config_file, parse_proposers
 
     cfg = load_config_file(config_file) if config_file else EvolveConfig()
+    from monsearch.search.llm_proposer import merge_cli_options
+
     llm = dict(cfg.llm)
-    if llm_models:
-        llm["models"] = [_model_spec(m) for m in llm_models]
-    if llm_base_url:
-        llm["base_url"] = llm_base_url
+    if llm_models or llm_base_url or llm_timeout or llm_max_tokens or llm_edit:
+        llm = merge_cli_options(
+            llm,
+            [_model_spec(m) for m in llm_models],
+            base_url=llm_base_url,
+            timeout=llm_timeout,
+            max_tokens=llm_max_tokens,
+            edit=llm_edit,
+        )
     if budget is None and not resume and config_file is None:
         budget = 100
     cfg = cfg.with_overrides(
@@ -195,6 +216,7 @@ def _run(
             on_stage=display.stage,
             on_start=display.start,
             on_progress=display.update,
+            on_llm_progress=display.llm,
             stop=stop,
         )
     except KeyboardInterrupt:
@@ -241,15 +263,26 @@ class _Display:
             TextColumn("{task.fields[rate]:.2f} eval/s"),
             TextColumn("${task.fields[usd]:.4f}"),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[llm]}"),
             console=self.console,
             transient=False,
         )
         self.progress.start()
-        self.task = self.progress.add_task("evolve", total=cfg.budget, best=0.0, rate=0.0, usd=0.0)
+        self.task = self.progress.add_task(
+            "evolve", total=cfg.budget, best=0.0, rate=0.0, usd=0.0, llm=""
+        )
 
     def update(self, p: Any) -> None:
         if self.progress is not None:
-            self.progress.update(self.task, completed=p.done, best=p.best, rate=p.evals_per_s, usd=p.usd)
+            self.progress.update(
+                self.task, completed=p.done, best=p.best, rate=p.evals_per_s, usd=p.usd
+            )
+
+    def llm(self, text: str) -> None:
+        """A streamed LLM answer's progress ("llm NAME: 143 tokens, 17.2 tok/s"): a slow
+        proposal on a CPU model is visibly alive. Without a bar (quiet) nothing shows."""
+        if self.progress is not None:
+            self.progress.update(self.task, llm=text)
 
     def close(self) -> None:
         if self.progress is not None:

@@ -1,0 +1,265 @@
+"""The detector contract (``[llm] edit = "detector"``) and its repair turn, against a
+scripted OpenAI-compatible server on 127.0.0.1 and the real sandbox on real train views.
+
+A parent in the convention gets a short prompt asking for one ``detect_<name>(traj)``;
+the answer is checked by the sandbox's rules, run on train in the sandbox, wired into
+the generated combiner with a fitted weight; an unusable answer gets one repair turn
+showing the exact error before the candidate counts as failed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+from llm_stub_server import Reply, StubLLMServer
+
+from monsearch.corpora.synth.generate import iter_trajectories
+from monsearch.sandbox.check import check_program
+from monsearch.sandbox.evaluate import SandboxPool
+from monsearch.sandbox.view import build_views
+from monsearch.search.detector_edit import API_REFERENCE, detector_system_message
+from monsearch.search.llm_proposer import LLMProposer, LLMProposerConfig, ModelSpec
+from monsearch.search.proposal import ProgramInfo, ProposalContext, TrainData
+from monsearch.strategies.baseline import BASELINE
+from monsearch.strategies.convention import parse_program
+
+GOOD = '''Here it is.
+```python
+def detect_deletes(traj):
+    n = 0
+    for r in traj.requests:
+        if r.method == "DELETE":
+            n += r.repeat
+    return min(n, 5)
+```
+'''
+
+IMPORTS = '''```python
+import re
+
+def detect_deletes(traj):
+    n = 0
+    for r in traj.requests:
+        if re.search("DELETE", r.method):
+            n += 1
+    return n
+```'''
+
+BAD_FIELD = '''```python
+def detect_secret_repeats(traj):
+    n = 0
+    for f in traj.secrets:
+        n += f.repeat
+    return n
+```'''
+
+NEVER = '''```python
+def detect_nothing(traj):
+    n = 0
+    for r in traj.requests:
+        if r.method == "BREW":
+            n += 1
+    return n
+```'''
+
+
+@pytest.fixture(scope="module")
+def sandboxed_train():
+    trajs = [t for chunk in iter_trajectories(160, 5) for t in chunk]
+    labels = np.array([bool(t.label and t.label.is_failure) for t in trajs])
+    train = TrainData(
+        trajectories=trajs,
+        views=build_views(trajs),
+        labels=labels,
+        tasks=[t.task for t in trajs],
+        dimensions=[str(t.dimension) for t in trajs],
+        ids=[t.id for t in trajs],
+    )
+    with SandboxPool(trajs, workers=1, cache_dir=None) as pool:
+        cache: dict[str, tuple] = {}
+
+        def train_run(source: str):
+            if source not in cache:
+                result = pool.evaluate(source)
+                cache[source] = (
+                    (np.asarray(result.scores, dtype=float), None)
+                    if result.ok
+                    else (None, f"{result.status}: {result.message}")
+                )
+            return cache[source]
+
+        yield train, train_run
+
+
+def _context(sandboxed_train) -> ProposalContext:
+    train, train_run = sandboxed_train
+    return ProposalContext(
+        train=train,
+        score_on_train=lambda s: train_run(s)[0],
+        seed=0,
+        seq=1,
+        train_run=train_run,
+    )
+
+
+PARENT = ProgramInfo("p-base", BASELINE, 0.1, {}, operator="seed")
+
+
+def _proposer(stub: StubLLMServer, **kw) -> LLMProposer:
+    spec = kw.pop("spec", ModelSpec("stub-small"))
+    cfg = LLMProposerConfig(models=(spec,), base_url=stub.base_url, timeout=10.0, **kw)
+    return LLMProposer(cfg, env={})
+
+
+def _propose(proposer, sandboxed_train, seed: int = 3):
+    return proposer.propose(PARENT, [], random.Random(seed), _context(sandboxed_train))
+
+
+def test_a_detector_answer_is_wired_into_the_convention(sandboxed_train):
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(GOOD, usage=(700, 60)))
+        proposer = _proposer(stub)
+        lines: list[str] = []
+        proposer.on_progress = lines.append  # evolve's progress line while it streams
+        p = _propose(proposer, sandboxed_train)
+        (body,) = stub.chat_bodies
+    assert lines and re.fullmatch(r"llm stub-small: \d+ tokens, [\d.]+ tok/s", lines[-1])
+    assert p.error is None, p.error
+    assert p.operator == "llm_detector"
+    child = parse_program(p.source)
+    assert child is not None and check_program(p.source).ok
+    names = [d.name for d in child.detectors]
+    assert names[:4] == ["secrets", "destructive", "rate_limited", "listener"]
+    assert names[4] == "llm_deletes"  # renamed: the lineage shows who wrote it
+    assert child.param("w_llm_deletes") > 0
+    assert 'PARAMS["w_llm_deletes"] * detect_llm_deletes(traj)' in p.source
+    assert re.search(r"added detector llm_deletes \(train: fires on \d+ failures / \d+ passes\)",
+                     p.description)  # fmt: skip
+    # The request: the detector contract, short, with a detector-sized max_tokens.
+    assert body["max_tokens"] == 1024 and body["stream"] is True
+    system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+    assert system == detector_system_message()
+    assert len(system) + len(user) < 7_000
+    for det in ("detect_secrets", "detect_destructive", "detect_rate_limited", "detect_listener"):
+        assert re.search(rf"- {det}: \d+ / \d+", user)
+    assert "Failures the monitor misses on train" in user
+    assert p.usage == {"prompt_tokens": 700, "completion_tokens": 60}
+
+
+@pytest.mark.parametrize(
+    ("first", "shown"),
+    [
+        (IMPORTS, "line 1: imports are not allowed"),
+        (BAD_FIELD, "no field 'repeat'"),
+        (NEVER, "returned 0 on every one of the"),
+        ("I think the monitor is fine.", "no code found"),
+    ],
+)
+def test_an_unusable_answer_gets_one_repair_turn_with_the_exact_error(
+    sandboxed_train, first, shown
+):
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(first, usage=(700, 50)), Reply.text(GOOD, usage=(900, 60)))
+        proposer = _proposer(stub)
+        p = _propose(proposer, sandboxed_train)
+        bodies = stub.chat_bodies
+    assert len(bodies) == 2
+    repair = bodies[1]["messages"]
+    assert repair[:2] == bodies[0]["messages"]
+    assert repair[2] == {"role": "assistant", "content": first}
+    assert repair[3]["role"] == "user" and shown in repair[3]["content"]
+    assert p.error is None and p.operator == "llm_detector+repair"
+    assert "detect_llm_deletes" in p.source
+    assert p.raw_response == first + "\n\n--- repair turn 1 ---\n" + GOOD
+    assert p.usage == {"prompt_tokens": 1600, "completion_tokens": 110}
+    stats = proposer.stats()
+    assert (stats["repair_turns"], stats["repaired"], stats["children"]) == (1, 1, 1)
+
+
+def test_a_failed_repair_counts_one_failed_candidate(sandboxed_train):
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(IMPORTS), Reply.text(NEVER))
+        proposer = _proposer(stub)
+        p = _propose(proposer, sandboxed_train)
+        assert len(stub.chat_bodies) == 2
+    assert p.source is None and "returned 0 on every one" in p.error
+    assert proposer.stats()["bad_answers"] == 1 and proposer.stats()["repaired"] == 0
+    with StubLLMServer() as stub:  # repair_turns = 0: one request, the first error
+        stub.script(Reply.text(IMPORTS), Reply.text(GOOD))
+        p = _propose(_proposer(stub, repair_turns=0), sandboxed_train)
+        assert len(stub.chat_bodies) == 1
+    assert p.source is None and "imports are not allowed" in p.error
+
+
+def test_a_detector_that_fires_on_passes_as_often_is_sent_back(sandboxed_train):
+    everywhere = "```python\ndef detect_any_get(traj):\n    return len(traj.requests)\n```"
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(everywhere), Reply.text(GOOD))
+        p = _propose(_proposer(stub), sandboxed_train)
+        shown = stub.chat_bodies[1]["messages"][-1]["content"]
+    assert "fires on every training run" in shown or "no more often on failures" in shown
+    assert p.error is None
+
+
+def test_max_tokens_and_edit_mode_are_per_model(sandboxed_train):
+    with StubLLMServer() as stub:
+        stub.default = Reply.text(GOOD)
+        for spec in (ModelSpec("m", max_tokens=300), ModelSpec("m", edit="diff"),
+                     ModelSpec("m", edit="full")):
+            _propose(_proposer(stub, spec=spec, repair_turns=0), sandboxed_train)
+        bodies = stub.chat_bodies
+    assert [b["max_tokens"] for b in bodies[:3]] == [300, 4096, 4096]
+    assert "detector functions" in bodies[0]["messages"][0]["content"]
+    assert "SEARCH/REPLACE" in bodies[1]["messages"][1]["content"]
+    assert "complete new program in a single" in bodies[2]["messages"][1]["content"]
+
+
+def test_the_system_message_is_the_same_for_every_request(sandboxed_train):
+    """So a server's prompt cache reads the long fixed part once."""
+    with StubLLMServer() as stub:
+        stub.default = Reply.text(GOOD)
+        proposer = _proposer(stub)
+        for seed in range(4):
+            _propose(proposer, sandboxed_train, seed=seed)
+        systems = {b["messages"][0]["content"] for b in stub.chat_bodies}
+        users = {b["messages"][1]["content"] for b in stub.chat_bodies}
+    assert len(systems) == 1 and len(users) > 1
+
+
+def test_the_compact_api_reference_names_only_real_view_fields():
+    import monsearch.sandbox.view as view_module
+
+    schema = view_module.__doc__
+    fields = set(re.findall(r"(?:^|[\s(])\.([a-z_]+)", API_REFERENCE, re.MULTILINE))
+    fields |= set(re.findall(r"\btraj\.([a-z_]+)", API_REFERENCE))
+    assert {"requests", "secrets", "method", "host_class", "statuses", "where"} <= fields
+    missing = sorted(f for f in fields if not re.search(rf"\b{f}\b", schema))
+    assert missing == []
+    helpers = re.findall(r"\b(re_\w+|json_parse|url_parse|tokens|entropy|safe_div|mean)\(", API_REFERENCE)
+    from monsearch.sandbox.helpers import HELPERS
+
+    assert helpers and all(h in HELPERS for h in helpers)
+
+
+def test_a_parent_outside_the_convention_gets_the_diff_contract(sandboxed_train):
+    plain = 'def score(traj):\n    return float(len(traj.requests))\n'
+    with StubLLMServer() as stub:
+        stub.script(Reply.text("```python\ndef score(traj):\n    return 2.0 * len(traj.secrets)\n```"))
+        p = _proposer(stub).propose(
+            ProgramInfo("p-plain", plain, 0.1, {}), [], random.Random(1), _context(sandboxed_train)
+        )
+        body = stub.chat_bodies[0]
+    assert p.error is None and p.operator == "llm_rewrite"
+    assert "SEARCH/REPLACE" in body["messages"][1]["content"]
+
+
+def test_a_whole_program_answer_is_taken_as_a_rewrite(sandboxed_train):
+    program = "```python\nPARAMS = {\"w\": 1.0}\n\n\ndef score(traj):\n    return PARAMS[\"w\"] * len(traj.listeners)\n```"
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(program))
+        p = _propose(_proposer(stub), sandboxed_train)
+    assert p.error is None and p.operator == "llm_rewrite"
+    assert "len(traj.listeners)" in p.source
