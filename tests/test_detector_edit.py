@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from llm_stub_server import Reply, StubLLMServer
 
-from monsearch.corpora.synth.generate import iter_trajectories
 from monsearch.sandbox.check import check_program
 from monsearch.sandbox.evaluate import SandboxPool
 from monsearch.sandbox.view import build_views
@@ -25,6 +24,7 @@ from monsearch.search.llm_proposer import LLMProposer, LLMProposerConfig, ModelS
 from monsearch.search.proposal import ProgramInfo, ProposalContext, TrainData
 from monsearch.strategies.baseline import BASELINE
 from monsearch.strategies.convention import parse_program
+from monsearch.synth.generate import iter_trajectories
 
 GOOD = '''Here it is.
 ```python

@@ -23,11 +23,11 @@ from hostile_shapes import (
 from view_support import make_traj
 
 from monsearch.corpora.model import Step, Trajectory
-from monsearch.synth.style_mix import style_mix
 from monsearch.sandbox import expansions, secrets, view
 from monsearch.sandbox.http_python import read_python
 from monsearch.sandbox.shell import run_script
 from monsearch.sandbox.view import PrefixViews, build_view
+from monsearch.synth.style_mix import style_mix
 
 
 def _trajectory(doc: dict) -> Trajectory:
