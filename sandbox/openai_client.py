@@ -308,11 +308,14 @@ class OpenAIClient:
         timeout_s: float | None = None,
         rng: random.Random | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        stop_when: Callable[[str], bool] | None = None,
     ) -> ChatReply:
         """POST ``body`` to ``/chat/completions`` (retrying as the policy says).
 
         ``stream``: ask for server-sent events and assemble them (``on_progress`` is
-        called as tokens arrive). Raises :class:`ChatError`.
+        called as tokens arrive; ``stop_when(text so far)`` true ends the stream there,
+        finish reason ``client_stop``: the connection closes and a server that watches
+        for it, as llama.cpp's does, stops writing). Raises :class:`ChatError`.
         """
         policy = self.retry
         rng = rng if rng is not None else random.Random(0)
@@ -335,7 +338,7 @@ class OpenAIClient:
                 self.totals["requests"] += 1
             try:
                 if stream:
-                    reply = self._stream(url, payload, total, on_progress)
+                    reply = self._stream(url, payload, total, on_progress, stop_when)
                 else:
                     reply = self._plain(url, payload, total)
             except httpx.TransportError as exc:
@@ -421,6 +424,7 @@ class OpenAIClient:
         payload: dict[str, Any],
         total: float,
         on_progress: Callable[[Progress], None] | None,
+        stop_when: Callable[[str], bool] | None = None,
     ) -> ChatReply:
         deadline = time.monotonic() + total
         parts: list[str] = []
@@ -474,8 +478,14 @@ class OpenAIClient:
                     if isinstance(piece, str) and piece:
                         parts.append(piece)
                         chunks += 1
+                        # (a fence's backticks are the only way an answer can end early)
+                        if stop_when is not None and "`" in piece and stop_when("".join(parts)):
+                            finish = "client_stop"
+                            break
                     if choice.get("finish_reason"):
                         finish = str(choice["finish_reason"])
+                if finish == "client_stop":
+                    break
                 if on_progress is not None and now >= next_report:
                     next_report = now + PROGRESS_EVERY_S
                     on_progress(Progress(chunks, now - t0))

@@ -51,6 +51,7 @@ from .proposal import ProgramInfo, ProposalContext
 __all__ = [
     "API_REFERENCE",
     "DetectorError",
+    "answer_complete",
     "DetectorTask",
     "build_detector_task",
     "detector_hits",
@@ -291,6 +292,13 @@ def answer_code(text: str) -> str:
     raise DetectorError(
         "no code found: answer with one ```python block holding `def detect_<name>(traj):`"
     )
+
+
+def answer_complete(text: str) -> bool:
+    """Whether ``text`` already holds a closed fence defining a detector: nothing after
+    it is read (:func:`answer_code` takes that fence), so a stream can end there instead
+    of waiting for the explanation small models add."""
+    return any(_DEF_DETECT.search(body) for _lang, body in _FENCE.findall(text))
 
 
 def defines_score(code: str) -> bool:

@@ -335,6 +335,11 @@ class Search:
         rng = random.Random(derived_seed(cfg.seed, seq, "propose"))
         name = _choose(cfg, rng)
         proposer = self.proposers[name]
+        if getattr(proposer, "parent_choice", "sampled") == "best":
+            # (the sample above is still drawn: the database's random stream stays the same)
+            best = self.db.best_id()
+            if best is not None and best in self.records:
+                parent = self.records[best]
         t0 = time.perf_counter()
         proposal = Proposal(None, "none", (parent.id,), error="no attempt")
         duplicate_of = None

@@ -47,6 +47,7 @@ from .detector_edit import (
     DetectorError,
     DetectorTask,
     answer_code,
+    answer_complete,
     build_detector_task,
     defines_score,
     wire_answer,
@@ -84,6 +85,10 @@ log = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------- config
+
+
+#: Values of ``[llm] parent`` (see :attr:`LLMProposerConfig.parent`).
+PARENT_CHOICES = ("best", "sampled")
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,11 @@ class LLMProposerConfig:
     oracle_rho: float | None = None
     oracle_available: bool = True
     repair_turns: int = 1
+    #: Which program an LLM proposal edits: ``best`` (the database's best so far: a
+    #: proposal costs tens of seconds on a CPU model, or money on a hosted one, and a
+    #: detector added to the best program is the one most likely to enter the selected
+    #: strategy) or ``sampled`` (the island's sampled parent, as the offline proposer).
+    parent: str = "best"
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -198,6 +208,8 @@ class LLMProposerConfig:
             problems.append("llm rewrite_probability: must be in [0, 1]")
         if not (isinstance(self.repair_turns, int) and 0 <= self.repair_turns <= 3):
             problems.append("llm repair_turns: an integer from 0 to 3")
+        if self.parent not in PARENT_CHOICES:
+            problems.append(f"llm parent {self.parent!r}: one of {', '.join(PARENT_CHOICES)}")
         if self.max_consecutive_failures < 1:
             problems.append("llm max_consecutive_failures: must be >= 1")
         if self.max_prompt_chars < 2_000:
@@ -590,6 +602,11 @@ class LLMProposer:
         return self._consecutive
 
     @property
+    def parent_choice(self) -> str:
+        """``best`` or ``sampled``: which program the engine hands this proposer."""
+        return self.config.parent
+
+    @property
     def endpoint_dead(self) -> bool:
         """True once ``max_consecutive_failures`` calls in a row failed, or the endpoint
         refused the key / does not know the model (no point asking again)."""
@@ -716,7 +733,13 @@ class LLMProposer:
         turns = 1 + self.config.repair_turns
         for turn in range(turns):
             try:
-                text, got = self._call(idx, messages, seed if self.config.send_seed else None, max_tokens)
+                text, got = self._call(
+                    idx,
+                    messages,
+                    seed if self.config.send_seed else None,
+                    max_tokens,
+                    answer_complete if mode == "detector" else None,
+                )
             except _EndpointError as exc:
                 # The server's part scrubbed on its own: if it held the key, the rest still
                 # says which endpoint failed.
@@ -873,6 +896,7 @@ class LLMProposer:
         messages: list[dict[str, str]],
         seed: int | None,
         max_tokens: int,
+        stop_when: Callable[[str], bool] | None = None,
     ) -> tuple[str | None, dict[str, int]]:
         spec = self._endpoints[idx].spec
         timeout = spec.timeout or self.config.timeout
@@ -905,6 +929,7 @@ class LLMProposer:
                 timeout_s=timeout,
                 rng=random.Random(seed or 0),
                 on_progress=progress,
+                stop_when=stop_when,
             )
         except ChatError as exc:
             message, fatal = _describe_chat_error(exc, timeout)

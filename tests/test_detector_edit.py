@@ -146,7 +146,10 @@ def test_a_detector_answer_is_wired_into_the_convention(sandboxed_train):
     for det in ("detect_secrets", "detect_destructive", "detect_rate_limited", "detect_listener"):
         assert re.search(rf"- {det}: \d+ / \d+", user)
     assert "Failures the monitor misses on train" in user
-    assert p.usage == {"prompt_tokens": 700, "completion_tokens": 60}
+    # The stream ended at the fence's close ("client_stop"), before the usage event:
+    # the answer's tokens are its chunks (the stub sends 4 characters a chunk).
+    assert p.usage["estimated"] == 1
+    assert p.usage["completion_tokens"] == -(-GOOD.rindex("```") // 4) + 1
 
 
 @pytest.mark.parametrize(
@@ -174,7 +177,10 @@ def test_an_unusable_answer_gets_one_repair_turn_with_the_exact_error(
     assert p.error is None and p.operator == "llm_detector+repair"
     assert "detect_llm_deletes" in p.source
     assert p.raw_response == first + "\n\n--- repair turn 1 ---\n" + GOOD
-    assert p.usage == {"prompt_tokens": 1600, "completion_tokens": 110}
+    # Tokens of both turns; the second ended at its fence, so its count is its chunks.
+    assert p.usage["estimated"] == 1
+    assert p.usage["completion_tokens"] >= -(-GOOD.rindex("```") // 4)
+    assert p.usage["prompt_tokens"] >= 700
     stats = proposer.stats()
     assert (stats["repair_turns"], stats["repaired"], stats["children"]) == (1, 1, 1)
 

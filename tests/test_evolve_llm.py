@@ -154,3 +154,24 @@ def test_llm_with_nothing_configured_names_the_options(tmp_path, small_corpus):
     assert proc.returncode == 2
     assert "--llm-model" in proc.stderr and "--llm-base-url" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_llm_proposals_edit_the_best_program_so_far(tmp_path, small_corpus):
+    """``[llm] parent = "best"`` (the default): an LLM proposal costs tens of seconds on a
+    CPU model, so it edits the database's best program, not the island's sampled one."""
+    with StubLLMServer(default=Reply.text(_rewrite(2.0), usage=(1000, 200))) as server:
+        runs = tmp_path / "runs"
+        evolve(
+            runs, small_corpus, "--proposer", "offline:0.5,llm:0.5", "--llm-model", "stub",
+            "--llm-base-url", server.base_url, "--optuna-trials", "0", "--batch", "1",
+            run_id="best", budget=14,
+        )
+    with LineageStore(runs / "best" / "lineage.sqlite", readonly=True) as store:
+        records = sorted(store.records(), key=lambda r: r.seq)
+    llm = [r for r in records if r.proposer == "llm"]
+    assert llm and any(r.proposer == "offline" for r in records)
+    for r in llm:
+        earlier = [e for e in records if e.seq < r.seq and e.fitness is not None]
+        best = max(e.fitness for e in earlier)
+        (parent,) = [e for e in records if e.id == r.parent_ids[0]]
+        assert parent.fitness == best, (r.seq, parent.id)

@@ -38,6 +38,22 @@ def test_a_stream_without_usage_counts_its_chunks():
     assert reply.usage is None and reply.chunks == -(-len(ANSWER) // 4)
 
 
+def test_a_stream_ends_where_the_caller_has_what_it_needs():
+    """``stop_when`` ends the stream at the chunk that completes the answer (here a
+    closed fence with a detector, as the detector contract asks): the explanation small
+    models add after it is never waited for."""
+    from monsearch.search.detector_edit import answer_complete
+
+    fenced = "```python\n" + ANSWER + "```\n"
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(fenced + "This detector counts things. " * 40, usage=(11, 300)))
+        reply = OpenAIClient(stub.base_url).chat(BODY, stream=True, stop_when=answer_complete)
+    assert reply.finish_reason == "client_stop"
+    assert reply.text.startswith(fenced[:-1]) and len(reply.text) < len(fenced) + 8
+    assert reply.chunks == -(-len(reply.text) // 4) and reply.usage is None
+    assert answer_complete(fenced) and not answer_complete(fenced[:-5])
+
+
 def test_plain_and_streamed_replies_agree():
     with StubLLMServer() as stub:
         stub.default = Reply.text(ANSWER, usage=(5, 6))
