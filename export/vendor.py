@@ -41,15 +41,15 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("monsearch.corpora.readers.report", "report"),
     ("monsearch.corpora.readers.stealthbench", "stealthbench"),
     ("monsearch.corpora.readers.atif", "atif"),
-    ("monsearch.sandbox.frozen", "frozen"),
-    ("monsearch.sandbox.secrets", "secrets"),
-    ("monsearch.sandbox.expansions", "expansions"),
-    ("monsearch.sandbox.shell", "shell"),
-    ("monsearch.sandbox.http_extract", "http_extract"),
-    ("monsearch.sandbox.http_python", "http_python"),
-    ("monsearch.sandbox.infra", "infra"),
-    ("monsearch.sandbox.view_ids", "view_ids"),
-    ("monsearch.sandbox.view", "view"),
+    ("monsearch.views.frozen", "frozen"),
+    ("monsearch.views.secrets", "secrets"),
+    ("monsearch.views.expansions", "expansions"),
+    ("monsearch.views.shell", "shell"),
+    ("monsearch.views.http_extract", "http_extract"),
+    ("monsearch.views.http_python", "http_python"),
+    ("monsearch.views.infra", "infra"),
+    ("monsearch.views.ids", "view_ids"),
+    ("monsearch.views.build", "view"),
     ("monsearch.sandbox.helpers", "helpers"),
     ("monsearch.sandbox.restricted", "restricted"),
 )
@@ -77,7 +77,7 @@ def _rewrite_from(mod: str, rest: str, where: str) -> str:
     if mod in _LOCAL:
         return f"from .{_LOCAL[mod]} import {rest}"
     if mod.startswith("monsearch"):
-        # ``from monsearch.sandbox import secrets as sec``: the names are modules.
+        # ``from monsearch.views import secrets as sec``: the names are modules.
         names = [n.strip() for n in rest.split(",")]
         for n in names:
             sub = n.split(" as ")[0].strip()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monsearch.sandbox import http_extract, infra
+from monsearch.views import http_extract, infra
 
 
 def test_each_lone_option_reads_as_the_general_tests_read_it(monkeypatch) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from monsearch.sandbox import infra, shell
-from monsearch.sandbox.infra import listeners_of
-from monsearch.sandbox.shell import run_script
+from monsearch.views import infra, shell
+from monsearch.views.infra import listeners_of
+from monsearch.views.shell import run_script
 
 URL = "http://target.example/api"
 FILES = {"/tmp/job.sh": f"curl -s {URL}\n"}
@@ -82,7 +82,7 @@ def test_positional_constructions_follow_the_field_order() -> None:
     shift every value after it without an error, so the field order is pinned here."""
     from dataclasses import fields
 
-    from monsearch.sandbox.http_extract import Request, extract_requests
+    from monsearch.views.http_extract import Request, extract_requests
 
     assert [f.name for f in fields(shell.Command)] == [
         "argv", "raw", "stdin", "stdin_file", "stdout_file", "append", "repeat",

@@ -13,7 +13,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monsearch.sandbox import shell
+from monsearch.views import shell
 
 FAST = settings(max_examples=400, deadline=None, derandomize=True)
 

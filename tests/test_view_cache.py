@@ -6,7 +6,7 @@ import numpy as np
 from sandbox_support import BENIGN, make_trajectories
 
 from monsearch.sandbox.evaluate import SandboxPool
-from monsearch.sandbox.view_cache import MAX_ENTRIES, ensure_views_file, views_key
+from monsearch.views.cache import MAX_ENTRIES, ensure_views_file, views_key
 
 TRAJS = make_trajectories(12)
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monsearch.corpora.model import Step, Trajectory
-from monsearch.sandbox import secrets
-from monsearch.sandbox import view as view_module
+from monsearch.views import build as view_module
+from monsearch.views import secrets
 
 FAST = settings(max_examples=400, deadline=None, derandomize=True)
 

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monsearch.corpora.model import Step, Trajectory
-from monsearch.sandbox import infra, secrets, shell
-from monsearch.sandbox import view as view_module
 from monsearch.synth.scenario import REGISTRY
 from monsearch.synth.style_mix import style_mix
+from monsearch.views import build as view_module
+from monsearch.views import infra, secrets, shell
 
 FAST = settings(max_examples=400, deadline=None, derandomize=True)
 

@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from monsearch.sandbox import expansions
+from monsearch.views import expansions
 
 #: Literal loops up to this many values are unrolled into one command per value.
 UNROLL_LIMIT = 64

@@ -1,6 +1,6 @@
 """The read-only trajectory view a monitor program sees: ``build_view(traj)``.
 
-A view is a :class:`~monsearch.sandbox.frozen.FrozenDict` (fields readable as
+A view is a :class:`~monsearch.views.frozen.FrozenDict` (fields readable as
 ``view.steps`` or ``view["steps"]``), tuples for sequences, and plain
 str/int/float/bool/None leaves. It never contains labels, verdicts, judge
 output, file paths, the generator name or ``meta``. Parsing is done once per
@@ -111,7 +111,7 @@ the synthetic corpus uses under a tenth of each):
 
 - :data:`PARSE_BUDGET`: the commands of a trajectory are parsed (shell, Python,
   HTTP) while their text, :data:`STEP_PARSE_COST` per step and what the readers
-  built from it (:mod:`monsearch.sandbox.expansions`) add up to at most this; a
+  built from it (:mod:`monsearch.views.expansions`) add up to at most this; a
   step that does not fit keeps its command, output and secret findings, but no
   requests, listeners or files written (a later, smaller step may still fit);
 - :data:`SCAN_WORDS`: the secret scan of texts taken from the trajectory (outputs,
@@ -123,8 +123,8 @@ the synthetic corpus uses under a tenth of each):
   once per value searched for; past it, values are searched for oldest first
   while any is left;
 - own addresses: a step's output is read for at most
-  :data:`~monsearch.sandbox.infra.OWN_CANDIDATES` addresses per reading (and
-  :data:`~monsearch.sandbox.infra.OWN_LINES` lines), the rest ignored.
+  :data:`~monsearch.views.infra.OWN_CANDIDATES` addresses per reading (and
+  :data:`~monsearch.views.infra.OWN_LINES` lines), the rest ignored.
 """
 
 from __future__ import annotations
@@ -143,27 +143,27 @@ from urllib.parse import parse_qsl, urlencode
 
 from monsearch.corpora.model import Step, Trajectory
 from monsearch.corpora.readers.jsonio import MAX_DEPTH, too_deep
-from monsearch.sandbox import expansions
-from monsearch.sandbox import secrets as sec
-from monsearch.sandbox.frozen import FrozenDict, freeze
-from monsearch.sandbox.http_extract import (
+from monsearch.views import expansions
+from monsearch.views import secrets as sec
+from monsearch.views.frozen import FrozenDict, freeze
+from monsearch.views.http_extract import (
     Request,
     extract_requests,
     split_url,
     strip_credentials,
 )
-from monsearch.sandbox.http_python import clear_caches as _clear_python_caches
-from monsearch.sandbox.http_python import read_python
-from monsearch.sandbox.infra import (
+from monsearch.views.http_python import clear_caches as _clear_python_caches
+from monsearch.views.http_python import read_python
+from monsearch.views.ids import new_view_id_key, view_id  # noqa: F401 - re-exported
+from monsearch.views.infra import (
     listeners_of,
     own_addresses_of,
     statuses_in,
     strip_write_out,
     write_out_status,
 )
-from monsearch.sandbox.shell import Command, run_script
-from monsearch.sandbox.shell import clear_caches as _clear_shell_caches
-from monsearch.sandbox.view_ids import new_view_id_key, view_id  # noqa: F401 - re-exported
+from monsearch.views.shell import Command, run_script
+from monsearch.views.shell import clear_caches as _clear_shell_caches
 
 #: The view type: one concrete read-only mapping class.
 TrajectoryView = FrozenDict
@@ -181,7 +181,7 @@ SCAN_WORDS = 30_000
 SCAN_FREE_CHARS = 16 * SCAN_WORDS
 #: Characters the search for earlier-found values may look through in one trajectory.
 SEARCH_BUDGET = 100_000_000
-#: A word the secret scan looks at (:func:`~monsearch.sandbox.secrets.scan` splits at
+#: A word the secret scan looks at (:func:`~monsearch.views.secrets.scan` splits at
 #: whitespace, as ``\S`` does).
 _LONG_WORD = re.compile(r"\S{16,}")
 _LONG_WORDS = _LONG_WORD.findall
@@ -984,7 +984,7 @@ _StepParse = tuple[list[Command], dict[str, str], tuple[_Proto, ...], tuple[dict
 #: A :data:`_STEP_CACHE` entry: the files read from earlier steps and their contents
 #: (None when none), then the :data:`_StepParse` fields (flat: one tuple per step, not
 #: two, for the garbage collector to walk), then the characters the readers built
-#: (:func:`monsearch.sandbox.expansions.last_spent`, charged to :data:`PARSE_BUDGET`).
+#: (:func:`monsearch.views.expansions.last_spent`, charged to :data:`PARSE_BUDGET`).
 _StepEntry = tuple[
     dict[str, Any] | None,
     list[Command],

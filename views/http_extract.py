@@ -1,11 +1,11 @@
 """HTTP requests out of the commands an agent ran.
 
 :func:`extract_requests` takes the simple commands of one step (from
-:func:`monsearch.sandbox.shell.run_script`) and returns :class:`Request`
+:func:`monsearch.views.shell.run_script`) and returns :class:`Request`
 records for the HTTP clients among them: curl, wget, httpie (``http``/``https``/
 ``xh``), raw HTTP piped into ``nc``/``ncat``/``netcat``/``socat``/``telnet``, and
 Python code (``python3 -c``, heredocs, scripts written earlier) read by
-:mod:`monsearch.sandbox.http_python`. Every parser is tolerant: unknown options
+:mod:`monsearch.views.http_python`. Every parser is tolerant: unknown options
 are skipped, and nothing raises.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-from monsearch.sandbox.shell import Command
+from monsearch.views.shell import Command
 
 FileLookup = Callable[[str], "str | None"]
 #: ``modules(relpath)`` -> ``(path, source)`` of a file written earlier whose path ends
@@ -1083,9 +1083,9 @@ def python_invocation(
 
 @functools.cache
 def _python_reader() -> Callable[..., tuple[list[Request], dict[str, str]]]:
-    """:func:`monsearch.sandbox.http_python.read_python`, imported on first use (a cycle
+    """:func:`monsearch.views.http_python.read_python`, imported on first use (a cycle
     at module level) and kept: an import statement costs about a microsecond per call."""
-    from monsearch.sandbox.http_python import read_python
+    from monsearch.views.http_python import read_python
 
     return read_python
 
@@ -1100,7 +1100,7 @@ def extract_requests(
 
     Files that Python code writes are added to ``written`` when given;
     ``modules`` finds modules written earlier that Python code imports
-    (:data:`~monsearch.sandbox.http_python.ModuleLookup`).
+    (:data:`~monsearch.views.http_python.ModuleLookup`).
     """
     out: list[Request] = []
     for cmd in cmds:

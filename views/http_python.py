@@ -36,7 +36,7 @@ variables the shell set (``os.environ.get(k, default)`` gives the default),
 Unknown values render as ``{name}`` placeholders (``f"Bearer {token}"``), so the
 request shape survives. Code that does not parse falls back to regexes. Text the code
 builds (concatenation, repetition, formatting, joins, JSON) is counted against the
-text's expansion budget (:mod:`monsearch.sandbox.expansions`): past it, what would be
+text's expansion budget (:mod:`monsearch.views.expansions`): past it, what would be
 built is unknown (``{…}``), so ``x = x + x`` in a loop cannot grow without end.
 """
 
@@ -54,15 +54,15 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
-from monsearch.sandbox import expansions
-from monsearch.sandbox.http_extract import (
+from monsearch.views import expansions
+from monsearch.views.http_extract import (
     ModuleLookup,
     Request,
     normalise_url,
     parse_raw_http,
     split_url,
 )
-from monsearch.sandbox.shell import UNKNOWN_LOOP_REPEAT, UNROLL_LIMIT
+from monsearch.views.shell import UNKNOWN_LOOP_REPEAT, UNROLL_LIMIT
 
 FileLookup = Callable[[str], "str | None"]
 
@@ -231,7 +231,7 @@ def _text(v: Any) -> str:
     return "{?}"
 
 
-#: How a value too large to build prints (see :mod:`monsearch.sandbox.expansions`).
+#: How a value too large to build prints (see :mod:`monsearch.views.expansions`).
 _TOO_BIG = "{…}"
 #: Deeper than this, a value counts as too large (the reader's own values are shallow;
 #: a list that contains itself is not).
@@ -1311,8 +1311,8 @@ class _Reader:
         self.shell_calls += 1
         if _NESTING[0] >= 2 or cmd is None or self.shell_calls > 64:
             return Unknown(name)
-        from monsearch.sandbox.http_extract import extract_requests
-        from monsearch.sandbox.shell import Command, run_script
+        from monsearch.views.http_extract import extract_requests
+        from monsearch.views.shell import Command, run_script
 
         stdin = kwargs.get("input")
         _NESTING[0] += 1
