@@ -82,7 +82,8 @@ def test_positional_constructions_follow_the_field_order() -> None:
     shift every value after it without an error, so the field order is pinned here."""
     from dataclasses import fields
 
-    from monsearch.views.http_extract import Request, extract_requests
+    from monsearch.views.http_extract import extract_requests
+    from monsearch.views.request import Request
 
     assert [f.name for f in fields(shell.Command)] == [
         "argv", "raw", "stdin", "stdin_file", "stdout_file", "append", "repeat",

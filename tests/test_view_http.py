@@ -7,8 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monsearch.views.http_extract import extract_requests
-from monsearch.views.http_python import python_requests
+from monsearch.views.http_extract import extract_requests, python_requests
 from monsearch.views.shell import run_script
 
 

@@ -27,7 +27,7 @@ from monsearch.synth.style_mix import style_mix
 from monsearch.views import build as view
 from monsearch.views import expansions, secrets
 from monsearch.views.build import PrefixViews, build_view
-from monsearch.views.http_python import read_python
+from monsearch.views.http_extract import read_python
 from monsearch.views.shell import run_script
 
 

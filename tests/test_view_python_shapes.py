@@ -12,7 +12,7 @@ from view_support import make_traj
 
 from monsearch.views import build as view_module
 from monsearch.views.build import build_view
-from monsearch.views.http_python import read_python
+from monsearch.views.http_extract import read_python
 
 
 def _view_requests(traj):

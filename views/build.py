@@ -146,14 +146,7 @@ from monsearch.corpora.readers.jsonio import MAX_DEPTH, too_deep
 from monsearch.views import expansions
 from monsearch.views import secrets as sec
 from monsearch.views.frozen import FrozenDict, freeze
-from monsearch.views.http_extract import (
-    Request,
-    extract_requests,
-    split_url,
-    strip_credentials,
-)
-from monsearch.views.http_python import clear_caches as _clear_python_caches
-from monsearch.views.http_python import read_python
+from monsearch.views.http_extract import extract_requests, read_python
 from monsearch.views.ids import new_view_id_key, view_id  # noqa: F401 - re-exported
 from monsearch.views.infra import (
     listeners_of,
@@ -162,6 +155,8 @@ from monsearch.views.infra import (
     strip_write_out,
     write_out_status,
 )
+from monsearch.views.python_reader import clear_caches as _clear_python_caches
+from monsearch.views.request import Request, split_url, strip_credentials
 from monsearch.views.shell import Command, run_script
 from monsearch.views.shell import clear_caches as _clear_shell_caches
 

@@ -44,7 +44,7 @@ from monsearch.views.build import (
     remember_step,
 )
 from monsearch.views.http_extract import python_invocation
-from monsearch.views.http_python import _parse
+from monsearch.views.python_parse import _parse
 from monsearch.views.shell import Command
 
 #: Kinds of HTTP-looking steps, in the order a step's kind is chosen.
