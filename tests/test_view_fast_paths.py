@@ -17,7 +17,7 @@ from monsearch.corpora.model import Step, Trajectory
 from monsearch.synth.scenario import REGISTRY
 from monsearch.synth.style_mix import style_mix
 from monsearch.views import build as view_module
-from monsearch.views import infra, secrets, shell
+from monsearch.views import infra, secrets, shell_words
 
 FAST = settings(max_examples=400, deadline=None, derandomize=True)
 
@@ -152,9 +152,9 @@ _DQ_PIECES = st.sampled_from(
 @FAST
 @given(st.lists(_DQ_PIECES, max_size=20).map("".join))
 def test_double_quote_unescaping_matches_the_escape_regex(text: str) -> None:
-    if not shell._DQ_RUN.fullmatch(text):
+    if not shell_words._DQ_RUN.fullmatch(text):
         return  # outside the function's contract (a lone trailing backslash)
-    assert shell._dq_unescape(text) == shell._DQ_ESCAPE.sub(r"\1", text)
+    assert shell_words._dq_unescape(text) == shell_words._DQ_ESCAPE.sub(r"\1", text)
 
 
 # --------------------------------------------------------------------------- whole views

@@ -145,6 +145,7 @@ from monsearch.corpora.model import Step, Trajectory
 from monsearch.corpora.readers.jsonio import MAX_DEPTH, too_deep
 from monsearch.views import expansions
 from monsearch.views import secrets as sec
+from monsearch.views.command import Command
 from monsearch.views.frozen import FrozenDict, freeze
 from monsearch.views.http_extract import extract_requests, read_python
 from monsearch.views.ids import new_view_id_key, view_id  # noqa: F401 - re-exported
@@ -157,8 +158,8 @@ from monsearch.views.infra import (
 )
 from monsearch.views.python_reader import clear_caches as _clear_python_caches
 from monsearch.views.request import Request, split_url, strip_credentials
-from monsearch.views.shell import Command, run_script
 from monsearch.views.shell import clear_caches as _clear_shell_caches
+from monsearch.views.shell import run_script
 
 #: The view type: one concrete read-only mapping class.
 TrajectoryView = FrozenDict

@@ -43,9 +43,9 @@ from monsearch.views.build import (
     find_module,
     remember_step,
 )
+from monsearch.views.command import Command
 from monsearch.views.http_extract import python_invocation
 from monsearch.views.python_parse import _parse
-from monsearch.views.shell import Command
 
 #: Kinds of HTTP-looking steps, in the order a step's kind is chosen.
 KINDS = ("python", "curl", "wget", "httpie", "nc", "other")

@@ -10,6 +10,7 @@ import json
 import re
 from urllib.parse import parse_qsl, urlencode
 
+from monsearch.views.command import Command
 from monsearch.views.request import (
     FileLookup,
     Request,
@@ -19,7 +20,6 @@ from monsearch.views.request import (
     parse_raw_http,
     set_user,
 )
-from monsearch.views.shell import Command
 
 # --------------------------------------------------------------------------- wget
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, quote
 
+from monsearch.views.command import Command
 from monsearch.views.request import (
     FileLookup,
     Request,
@@ -17,7 +18,6 @@ from monsearch.views.request import (
     normalise_url,
     set_user,
 )
-from monsearch.views.shell import Command
 
 # --------------------------------------------------------------------------- curl
 

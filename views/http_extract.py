@@ -17,10 +17,10 @@ import re
 from typing import Any
 
 from monsearch.views import python_reader
+from monsearch.views.command import Command
 from monsearch.views.http_clients import parse_httpie, parse_nc, parse_wget
 from monsearch.views.http_curl import parse_curl
 from monsearch.views.request import FileLookup, ModuleLookup, Request
-from monsearch.views.shell import Command
 
 _PYTHON = re.compile(r"^(?:python|python3|python3\.\d+|python2|pypy3?)$")
 CLIENTS = {

@@ -8,8 +8,8 @@ import itertools
 import re
 from collections.abc import Callable, Iterator
 
+from monsearch.views.command import Command
 from monsearch.views.http_extract import python_source
-from monsearch.views.shell import Command
 
 FileLookup = Callable[[str], "str | None"]
 

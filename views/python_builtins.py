@@ -19,8 +19,8 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from monsearch.views import expansions
+from monsearch.views.command import UNROLL_LIMIT
 from monsearch.views.python_values import Func, Instance, Obj, Super, Unknown, _built, _known, _text
-from monsearch.views.shell import UNROLL_LIMIT
 
 #: Top-level modules that are never the agent's own file (besides the standard library).
 _LIBRARIES = frozenset(

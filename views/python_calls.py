@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from monsearch.views import expansions
+from monsearch.views.command import UNROLL_LIMIT, Command
 from monsearch.views.python_builtins import (
     _BUILTIN_FUNCS,
     _SHELL_CALLS,
@@ -49,7 +50,7 @@ from monsearch.views.request import (
     Request,
     parse_raw_http,
 )
-from monsearch.views.shell import UNROLL_LIMIT, Command, run_script
+from monsearch.views.shell import run_script
 
 
 class CallReading:

@@ -8,6 +8,7 @@ import ast
 from typing import Any
 
 from monsearch.views import expansions
+from monsearch.views.command import UNROLL_LIMIT
 from monsearch.views.python_builtins import (
     _BUILTINS,
     _MODULE_CONSTS,
@@ -56,7 +57,6 @@ from monsearch.views.python_values import (
     _Tuple,
     _UnaryOp,
 )
-from monsearch.views.shell import UNROLL_LIMIT
 
 
 class ExpressionReading:

@@ -51,6 +51,7 @@ from collections.abc import Callable
 from typing import Any
 
 from monsearch.views import expansions
+from monsearch.views.command import Command
 from monsearch.views.python_builtins import _NOT_OWN
 from monsearch.views.python_calls import CallReading
 from monsearch.views.python_expressions import ExpressionReading
@@ -71,7 +72,6 @@ from monsearch.views.request import (
     Request,
     split_url,
 )
-from monsearch.views.shell import Command
 
 #: ``shell_requests(commands, files)``: the requests of shell commands the code runs.
 ShellRequests = Callable[[list[Command], FileLookup], list[Request]]

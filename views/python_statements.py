@@ -8,6 +8,7 @@ import ast
 import contextlib
 from typing import Any
 
+from monsearch.views.command import UNKNOWN_LOOP_REPEAT, UNROLL_LIMIT
 from monsearch.views.python_builtins import _NOT_OWN
 from monsearch.views.python_parse import _parse_body
 from monsearch.views.python_values import (
@@ -44,7 +45,6 @@ from monsearch.views.python_values import (
     _While,
     _With,
 )
-from monsearch.views.shell import UNKNOWN_LOOP_REPEAT, UNROLL_LIMIT
 
 
 class StatementReading:
