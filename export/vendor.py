@@ -64,6 +64,8 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("monsearch.views.http_extract", "http_extract"),
     ("monsearch.views.infra", "infra"),
     ("monsearch.views.ids", "view_ids"),
+    ("monsearch.views.run_context", "run_context"),
+    ("monsearch.views.request_proto", "request_proto"),
     ("monsearch.views.build", "view"),
     ("monsearch.sandbox.helpers", "helpers"),
     ("monsearch.sandbox.restricted", "restricted"),
