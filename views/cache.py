@@ -41,11 +41,12 @@ _MODEL_MODULE = Path(__file__).resolve().parent.parent / "corpora" / "model.py"
 Progress = Callable[[str, int, int], None]
 
 
-def _code_fingerprint() -> str:
+def _code_fingerprint(folder: Path | None = None) -> str:
+    """sha256 over the modules of ``folder`` (this one by default) and the data model."""
     h = hashlib.sha256(f"format {VIEW_CACHE_FORMAT}\0".encode())
-    # Every module of this folder: the view is built across many of them, and a list
-    # of names would fall behind when one is added or split.
-    here = Path(__file__).resolve().parent
+    # Every module of the folder: the view is built across many of them, and a list of
+    # names would fall behind when one is added or split.
+    here = folder or Path(__file__).resolve().parent
     for path in [*sorted(here.glob("*.py")), _MODEL_MODULE]:
         with contextlib.suppress(OSError):
             h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

@@ -54,11 +54,7 @@ from monsearch.views.shell import run_script
 
 
 class CallReading:
-    """Calls: recognise what is called and follow it, or model it.
-
-    A part of :class:`~monsearch.views.python_reader.PythonReader` (which holds the state
-    these methods use: the output, the loop multiplier, the step budget, the files).
-    """
+    """Calls: recognise what is called and follow it, or model it."""
 
     def call(self, node: ast.Call, env: dict[str, Any]) -> Any:
         f = node.func

@@ -60,11 +60,7 @@ from monsearch.views.python_values import (
 
 
 class ExpressionReading:
-    """Expressions: evaluate to a known value or an unknown one.
-
-    A part of :class:`~monsearch.views.python_reader.PythonReader` (which holds the state
-    these methods use: the output, the loop multiplier, the step budget, the files).
-    """
+    """Expressions: evaluate to a known value or an unknown one."""
 
     def expr(self, node: ast.expr | None, env: dict[str, Any]) -> Any:
         if node is None:

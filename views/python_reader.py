@@ -78,8 +78,9 @@ ShellRequests = Callable[[list[Command], FileLookup], list[Request]]
 
 
 class PythonReader(StatementReading, ExpressionReading, CallReading, RequestRecording):
-    """The abstract interpreter over one program: the parts hold its statements,
-    expressions, calls and recording; this holds the state they share."""
+    """The abstract interpreter over one program. Its parts (mixins, one module each) hold
+    the statements, expressions, calls and recording; this holds the state they share: the
+    output, the loop multiplier, the step budget, the files, the modules loaded."""
 
     def __init__(
         self,

@@ -25,11 +25,7 @@ from monsearch.views.request import (
 
 
 class RequestRecording:
-    """Recording: turn a send into a Request of the output.
-
-    A part of :class:`~monsearch.views.python_reader.PythonReader` (which holds the state
-    these methods use: the output, the loop multiplier, the step budget, the files).
-    """
+    """Recording: turn a send into a Request of the output."""
 
     def connect(self, sock: Obj, addr: Any) -> None:
         if isinstance(addr, (tuple, list)) and len(addr) >= 2:

@@ -48,11 +48,7 @@ from monsearch.views.python_values import (
 
 
 class StatementReading:
-    """Statements: run a body, bind names, import, define classes, loop.
-
-    A part of :class:`~monsearch.views.python_reader.PythonReader` (which holds the state
-    these methods use: the output, the loop multiplier, the step budget, the files).
-    """
+    """Statements: run a body, bind names, import, define classes, loop."""
 
     def run(self, body: list[ast.stmt], env: dict[str, Any]) -> None:
         for stmt in body:
