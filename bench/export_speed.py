@@ -183,7 +183,7 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         fn(v)
         program.append(time.perf_counter() - started)
 
-    from monsearch.sandbox import view as sandbox_view
+    from monsearch.views import build as sandbox_view
 
     sandbox_view.clear_caches()
     sandbox_build = []

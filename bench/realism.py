@@ -216,7 +216,7 @@ def base_rates(train: list[Trajectory]) -> dict[str, dict[str, float]]:
 
 def measure(path: Path, log: Any = print) -> dict[str, Any]:
     from monsearch.corpora.store import load_corpus
-    from monsearch.sandbox.view import build_views
+    from monsearch.views.build import build_views
 
     t0 = time.perf_counter()
     corpus = load_corpus(path)
@@ -282,7 +282,7 @@ def measure(path: Path, log: Any = print) -> dict[str, Any]:
         "panel": token_purity(train, panel_label),
     }
     result["base_rates"] = rates
-    from monsearch.sandbox.view_coverage import corpus_coverage
+    from monsearch.views.coverage import corpus_coverage
 
     cov = corpus_coverage([t for n in names if n != "train" for t in data[n]])
     result["coverage"] = {

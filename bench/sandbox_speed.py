@@ -31,8 +31,8 @@ from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
 from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
 from monsearch.sandbox.helpers import HELPERS
 from monsearch.sandbox.runner import run_program
-from monsearch.sandbox.view import build_view
 from monsearch.sandbox.workers import compact_views, release_free_memory
+from monsearch.views.build import build_view
 
 
 def load_val(size: int | None) -> tuple[list[Any], str]:

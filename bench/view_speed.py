@@ -3,7 +3,7 @@
 Builds synthetic episodes of every task, mode and style, then prints: views
 built per second (cold caches, then again warm), mean steps and requests per
 trajectory, the share of HTTP-looking steps that yield no request
-(:mod:`monsearch.sandbox.view_coverage`), and the cost of the monitor hot path
+(:mod:`monsearch.views.coverage`), and the cost of the monitor hot path
 ``view.steps[i].requests[0].method`` read directly and through the restricted
 executor's attribute/item guards.
 
@@ -20,10 +20,10 @@ import timeit
 from jsonmode import add_json_flag, run_reporting
 
 from monsearch.corpora.model import Trajectory
-from monsearch.sandbox import view as view_module
-from monsearch.sandbox.view import build_views
-from monsearch.sandbox.view_coverage import corpus_coverage
 from monsearch.synth.style_mix import style_mix
+from monsearch.views import build as view_module
+from monsearch.views.build import build_views
+from monsearch.views.coverage import corpus_coverage
 
 
 def synthetic(n: int, seed: int) -> list[Trajectory]:

@@ -41,15 +41,32 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("monsearch.corpora.readers.report", "report"),
     ("monsearch.corpora.readers.stealthbench", "stealthbench"),
     ("monsearch.corpora.readers.atif", "atif"),
-    ("monsearch.sandbox.frozen", "frozen"),
-    ("monsearch.sandbox.secrets", "secrets"),
-    ("monsearch.sandbox.expansions", "expansions"),
-    ("monsearch.sandbox.shell", "shell"),
-    ("monsearch.sandbox.http_extract", "http_extract"),
-    ("monsearch.sandbox.http_python", "http_python"),
-    ("monsearch.sandbox.infra", "infra"),
-    ("monsearch.sandbox.view_ids", "view_ids"),
-    ("monsearch.sandbox.view", "view"),
+    ("monsearch.views.frozen", "frozen"),
+    ("monsearch.views.secrets", "secrets"),
+    ("monsearch.views.expansions", "expansions"),
+    ("monsearch.views.command", "command"),
+    ("monsearch.views.shell_words", "shell_words"),
+    ("monsearch.views.shell_parse", "shell_parse"),
+    ("monsearch.views.shell_builtins", "shell_builtins"),
+    ("monsearch.views.shell_interp", "shell_interp"),
+    ("monsearch.views.shell", "shell"),
+    ("monsearch.views.request", "request"),
+    ("monsearch.views.http_curl", "http_curl"),
+    ("monsearch.views.http_clients", "http_clients"),
+    ("monsearch.views.python_values", "python_values"),
+    ("monsearch.views.python_parse", "python_parse"),
+    ("monsearch.views.python_builtins", "python_builtins"),
+    ("monsearch.views.python_statements", "python_statements"),
+    ("monsearch.views.python_expressions", "python_expressions"),
+    ("monsearch.views.python_calls", "python_calls"),
+    ("monsearch.views.python_sending", "python_sending"),
+    ("monsearch.views.python_reader", "python_reader"),
+    ("monsearch.views.http_extract", "http_extract"),
+    ("monsearch.views.infra", "infra"),
+    ("monsearch.views.ids", "view_ids"),
+    ("monsearch.views.run_context", "run_context"),
+    ("monsearch.views.request_proto", "request_proto"),
+    ("monsearch.views.build", "view"),
     ("monsearch.sandbox.helpers", "helpers"),
     ("monsearch.sandbox.restricted", "restricted"),
 )
@@ -77,7 +94,7 @@ def _rewrite_from(mod: str, rest: str, where: str) -> str:
     if mod in _LOCAL:
         return f"from .{_LOCAL[mod]} import {rest}"
     if mod.startswith("monsearch"):
-        # ``from monsearch.sandbox import secrets as sec``: the names are modules.
+        # ``from monsearch.views import secrets as sec``: the names are modules.
         names = [n.strip() for n in rest.split(",")]
         for n in names:
             sub = n.split(" as ")[0].strip()

@@ -259,8 +259,8 @@ class SandboxPool:
         compact_depth: int | None = DEFAULT_COMPACT_DEPTH,
         slots: threading.Semaphore | None = None,
     ) -> None:
-        from monsearch.sandbox.view_cache import ensure_views_file, views_key
-        from monsearch.sandbox.view_ids import new_view_id_key
+        from monsearch.views.cache import ensure_views_file, views_key
+        from monsearch.views.ids import new_view_id_key
 
         if not trajectories:
             raise MonsearchError("the sandbox needs at least one trajectory")
@@ -351,7 +351,7 @@ class SandboxPool:
     @property
     def view_ids(self) -> tuple[str, ...]:
         """The opaque ids programs see, aligned with :attr:`trajectory_ids` (host side only)."""
-        from monsearch.sandbox.view_ids import view_id
+        from monsearch.views.ids import view_id
 
         return tuple(view_id(i, self.id_key) for i in self.trajectory_ids)
 

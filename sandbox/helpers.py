@@ -56,8 +56,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import re2
 
-from monsearch.sandbox.frozen import FrozenDict, freeze
-from monsearch.sandbox.secrets import shannon_entropy
+from monsearch.views.frozen import FrozenDict, freeze
+from monsearch.views.secrets import shannon_entropy
 
 MAX_PATTERN_CHARS = 1_000
 MAX_TEXT_CHARS = 2_000_000

@@ -47,7 +47,7 @@ from RestrictedPython.transformer import (
 )
 
 from monsearch.errors import MonsearchError
-from monsearch.sandbox.frozen import VIEW_TYPES, FrozenDict
+from monsearch.views.frozen import VIEW_TYPES, FrozenDict
 
 #: The filename programs are compiled under; tracebacks are matched against it.
 FILENAME = "<monitor>"

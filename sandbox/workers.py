@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
-from monsearch.sandbox.frozen import FrozenDict
 from monsearch.sandbox.limits import SandboxLimits, apply_child_limits
+from monsearch.views.frozen import FrozenDict
 
 _FRAME = struct.Struct(">Q")
 _HEADER = struct.Struct(">I")
@@ -211,7 +211,7 @@ class WorkerState:
     """What a worker holds: views (built once), ids, limits, oracle configuration."""
 
     def __init__(self, init: Mapping[str, Any]) -> None:
-        from monsearch.sandbox.view_cache import load_views
+        from monsearch.views.cache import load_views
 
         self.limits: SandboxLimits = init["limits"]
         self.oracle_config = init.get("oracle")

@@ -190,8 +190,8 @@ class DaskPool:
         import zstandard
 
         from monsearch.sandbox.limits import SandboxLimits
-        from monsearch.sandbox.view_ids import new_view_id_key
         from monsearch.sandbox.workers import strip_for_sandbox
+        from monsearch.views.ids import new_view_id_key
 
         distributed = _require_distributed()
         if not trajectories:

@@ -1,7 +1,7 @@
 """Prompts of the LLM proposer: the monitor API, the parent, other programs, train feedback.
 
 The system message documents what a monitor program may use (the view's schema
-is taken from :mod:`monsearch.sandbox.view`, the helper table from
+is taken from :mod:`monsearch.views.build`, the helper table from
 :mod:`monsearch.sandbox.helpers`, the builtins from the sandbox itself, so the
 prompt cannot drift from what the sandbox really offers). The user message shows
 the parent with its ``val`` metrics (numbers only), a few other programs, and as
@@ -85,7 +85,7 @@ class BuiltPrompt:
 
 
 def _view_schema() -> str:
-    import monsearch.sandbox.view as view_module
+    import monsearch.views.build as view_module
 
     doc = view_module.__doc__ or ""
     start, end = doc.find("Schema"), doc.find("Build many views")

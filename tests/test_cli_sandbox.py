@@ -201,7 +201,7 @@ def test_llm_oracle_without_a_model_is_a_clear_error(
 
 
 def test_view_reports_http_coverage_on_stderr(corpus_dir: Path) -> None:
-    from monsearch.sandbox.view_coverage import http_steps
+    from monsearch.views.coverage import http_steps
 
     trajs = load_corpus(corpus_dir, ["train"]).split("train")
     traj = max(trajs, key=lambda t: len(http_steps(t)))

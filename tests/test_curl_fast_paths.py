@@ -6,14 +6,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monsearch.sandbox import http_extract, infra
+from monsearch.views import http_curl, infra
 
 
 def test_each_lone_option_reads_as_the_general_tests_read_it(monkeypatch) -> None:
-    tokens = sorted(http_extract._CURL_LONE)
-    fast = [http_extract._curl_reads(["curl", tok, "V", "-s", "W"]) for tok in tokens]
-    monkeypatch.setattr(http_extract, "_CURL_LONE", {})
-    slow = [http_extract._curl_reads(["curl", tok, "V", "-s", "W"]) for tok in tokens]
+    tokens = sorted(http_curl._CURL_LONE)
+    fast = [http_curl._curl_reads(["curl", tok, "V", "-s", "W"]) for tok in tokens]
+    monkeypatch.setattr(http_curl, "_CURL_LONE", {})
+    slow = [http_curl._curl_reads(["curl", tok, "V", "-s", "W"]) for tok in tokens]
     assert fast == slow
 
 

@@ -18,13 +18,13 @@ from llm_stub_server import Reply, StubLLMServer
 
 from monsearch.sandbox.check import check_program
 from monsearch.sandbox.evaluate import SandboxPool
-from monsearch.sandbox.view import build_views
 from monsearch.search.detector_edit import API_REFERENCE, detector_system_message
 from monsearch.search.llm_proposer import LLMProposer, LLMProposerConfig, ModelSpec
 from monsearch.search.proposal import ProgramInfo, ProposalContext, TrainData
 from monsearch.strategies.baseline import BASELINE
 from monsearch.strategies.convention import parse_program
 from monsearch.synth.generate import iter_trajectories
+from monsearch.views.build import build_views
 
 GOOD = '''Here it is.
 ```python
@@ -236,7 +236,7 @@ def test_the_system_message_is_the_same_for_every_request(sandboxed_train):
 
 
 def test_the_compact_api_reference_names_only_real_view_fields():
-    import monsearch.sandbox.view as view_module
+    import monsearch.views.build as view_module
 
     schema = view_module.__doc__
     fields = set(re.findall(r"(?:^|[\s(])\.([a-z_]+)", API_REFERENCE, re.MULTILINE))

@@ -118,13 +118,13 @@ def test_vendored_imports_are_sorted_and_keep_the_line_count():
         "    MISSING,\n"
         "    Node,\n"
         ")\n"
-        "from monsearch.sandbox import secrets as sec\n"
-        "from monsearch.sandbox.shell import Command, run_script\n"
-        "from monsearch.sandbox.shell import clear_caches as _clear\n"
+        "from monsearch.views import secrets as sec\n"
+        "from monsearch.views.shell import Command, run_script\n"
+        "from monsearch.views.shell import clear_caches as _clear\n"
         "\n"
         "\n"
         "def f():\n"
-        "    from monsearch.sandbox.view import build_view\n"
+        "    from monsearch.views.build import build_view\n"
         "    from monsearch.corpora.codec import dumps\n"
         "    return json, orjson, Step, MISSING, Node, sec, Command, run_script, _clear\n"
     )
@@ -276,7 +276,7 @@ def test_readers_accept_files_text_and_dicts(seed_plugin):
     b = seed_plugin.score(ATIF_FILE)
     assert b == seed_plugin.score(ATIF_FILE.read_text())
     from monsearch.corpora.readers import read_atif, read_stealthbench
-    from monsearch.sandbox.view import build_view
+    from monsearch.views.build import build_view
 
     # The plugin's trajectory is the one monsearch's readers make, so is its view.
     ours = read_stealthbench(SB_FILE).trajectories[0]
@@ -824,10 +824,10 @@ def test_vendoring_refuses_imports_it_cannot_copy():
     from monsearch.export.vendor import VendorError, rewrite
 
     assert (
-        rewrite("from monsearch.sandbox.frozen import freeze\n") == "from .frozen import freeze\n"
+        rewrite("from monsearch.views.frozen import freeze\n") == "from .frozen import freeze\n"
     )
     assert rewrite("import re2\n") == "from . import _re2 as re2\n"
-    assert rewrite("from monsearch.sandbox import secrets as sec\n") == (
+    assert rewrite("from monsearch.views import secrets as sec\n") == (
         "from . import secrets as sec\n"
     )
     with pytest.raises(VendorError):  # a new dependency of the view must be vendored too

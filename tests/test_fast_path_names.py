@@ -1,6 +1,6 @@
 """The name lists behind two fast paths must match the branches they let through.
 
-``shell._UNWRAP_NAMES`` lets ``_Interp.unwrap`` skip its branch tests for any other
+``shell_interp._UNWRAP_NAMES`` lets ``_Interp.unwrap`` skip its branch tests for any other
 command name, and ``infra._LISTENER_NAMES`` does the same for ``listeners_of``. A name
 missing from a list silently disables its branch, so every name gets a case here that
 only its branch can pass, and the cases must cover each list exactly.
@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from monsearch.sandbox import infra, shell
-from monsearch.sandbox.infra import listeners_of
-from monsearch.sandbox.shell import run_script
+from monsearch.views import command, infra, shell_interp
+from monsearch.views.infra import listeners_of
+from monsearch.views.shell import run_script
 
 URL = "http://target.example/api"
 FILES = {"/tmp/job.sh": f"curl -s {URL}\n"}
 
 # name -> a command text whose only curl is reachable through that name's branch.
 UNWRAP_CASES: dict[str, str] = {
-    **{name: f"{name} curl -s {URL}" for name in shell._WRAPPERS_NOARG},
+    **{name: f"{name} curl -s {URL}" for name in shell_interp._WRAPPERS_NOARG},
     "timeout": f"timeout -s KILL 5 curl -s {URL}",
     "sudo": f"sudo -u root curl -s {URL}",
     "doas": f"doas -u root curl -s {URL}",
@@ -37,7 +37,7 @@ UNWRAP_CASES: dict[str, str] = {
 
 
 def test_unwrap_cases_cover_the_name_list_exactly() -> None:
-    assert set(UNWRAP_CASES) == set(shell._UNWRAP_NAMES)
+    assert set(UNWRAP_CASES) == set(shell_interp._UNWRAP_NAMES)
 
 
 @pytest.mark.parametrize("name", sorted(UNWRAP_CASES))
@@ -82,9 +82,10 @@ def test_positional_constructions_follow_the_field_order() -> None:
     shift every value after it without an error, so the field order is pinned here."""
     from dataclasses import fields
 
-    from monsearch.sandbox.http_extract import Request, extract_requests
+    from monsearch.views.http_extract import extract_requests
+    from monsearch.views.request import Request
 
-    assert [f.name for f in fields(shell.Command)] == [
+    assert [f.name for f in fields(command.Command)] == [
         "argv", "raw", "stdin", "stdin_file", "stdout_file", "append", "repeat",
         "repeat_known", "background", "piped_from", "pipes_to", "env", "output", "cwd",
     ]  # fmt: skip

@@ -25,7 +25,6 @@ import pytest
 from llm_stub_server import Reply, StubLLMServer
 from run_fixtures import _env, evolve
 
-from monsearch.sandbox.view import build_views
 from monsearch.search.config import ConfigError
 from monsearch.search.diffs import MAX_DIFF_BLOCKS, parse_answer
 from monsearch.search.key_scrub import FRAGMENT, KeyScrubber
@@ -33,6 +32,7 @@ from monsearch.search.lineage import LineageStore
 from monsearch.search.llm_proposer import LLMProposer, LLMProposerConfig, ModelSpec
 from monsearch.search.proposal import ProgramInfo, ProposalContext, TrainData
 from monsearch.synth.generate import iter_trajectories
+from monsearch.views.build import build_views
 
 KEY = "sk-test-Zq8rT3vW9xY2mNp4Lk7Q"
 

@@ -22,13 +22,13 @@ import pytest
 from llm_stub_server import Reply, StubLLMServer
 
 from monsearch.sandbox.check import check_program
-from monsearch.sandbox.view import build_views
 from monsearch.search.config import ConfigError
 from monsearch.search.diffs import parse_answer
 from monsearch.search.llm_proposer import LLMProposer, LLMProposerConfig, ModelSpec
 from monsearch.search.prompts import build_prompt
 from monsearch.search.proposal import ProgramInfo, ProposalContext, TrainData
 from monsearch.synth.generate import iter_trajectories
+from monsearch.views.build import build_views
 
 KEY = "sk-test-Zq8rT3vW9xY2"
 

@@ -20,8 +20,8 @@ OPTIONS = {"min_support": 5, "min_generators": 2, "view": "plain"}
 @pytest.fixture(scope="module")
 def train() -> TrainData:
     # The default corpus's generator (seed 0), a small prefix: real trajectories, fast.
-    from monsearch.sandbox.view import build_views
     from monsearch.synth.generate import generate
+    from monsearch.views.build import build_views
 
     trajs = [t for t in generate(200, 0) if t.label is not None]
     return TrainData(
@@ -153,7 +153,7 @@ def test_an_outcome_atom_is_mined_plain_but_not_under_the_invariant_view(
     the paper's rates (solving it nearly always meant failing). Put the family that
     counted it back: the plain miner finds it again, the invariant miner does not."""
     from monsearch.corpora.store import load_corpus
-    from monsearch.sandbox.view import build_views
+    from monsearch.views.build import build_views
 
     trajs = [t for t in load_corpus(small_corpus, ["train"]).split("train") if t.label is not None]
     data = TrainData(
@@ -182,7 +182,7 @@ def test_an_outcome_atom_is_mined_plain_but_not_under_the_invariant_view(
 
 def _run(steps: list[tuple[str, str]]):
     from monsearch.corpora.model import Step, Trajectory
-    from monsearch.sandbox.view import build_views
+    from monsearch.views.build import build_views
 
     traj = Trajectory(
         id="t", task="adtech-admin", generator="g", prompt="",

@@ -26,8 +26,8 @@ MINING = {"min_support": 5, "min_generators": 2, "view": "plain"}
 
 @pytest.fixture(scope="module")
 def context() -> ProposalContext:
-    from monsearch.sandbox.view import build_views
     from monsearch.synth.generate import generate
+    from monsearch.views.build import build_views
 
     trajs = [t for t in generate(200, 0) if t.label is not None]
     views = build_views(trajs)

@@ -471,7 +471,7 @@ def test_failure_records_are_capped_but_all_counted(stub, tmp_path):
 def test_a_program_never_sees_a_judge_failure_as_an_exception(tmp_path):
     """Through the real runner: a dead cache and a dead endpoint are not the program's errors."""
     from monsearch.sandbox.runner import run_program
-    from monsearch.sandbox.view import build_view
+    from monsearch.views.build import build_view
 
     corpus = _corpus()
     views = [build_view(t) for t in corpus.values()]

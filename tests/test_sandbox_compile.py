@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from monsearch.sandbox.frozen import freeze
 from monsearch.sandbox.restricted import (
     ProgramError,
     build_globals,
@@ -13,6 +12,7 @@ from monsearch.sandbox.restricted import (
     load_program,
     substitute_params,
 )
+from monsearch.views.frozen import freeze
 
 GOOD = """
 PARAMS = {"w": 2.0, "bias": -1, "label": "x", "n": 3}

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from monsearch.sandbox import helpers as h
-from monsearch.sandbox.frozen import FrozenDict
-from monsearch.sandbox.secrets import shannon_entropy
+from monsearch.views.frozen import FrozenDict
+from monsearch.views.secrets import shannon_entropy
 
 
 def test_regex_helpers():

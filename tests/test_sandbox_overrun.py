@@ -18,9 +18,9 @@ import pytest
 from sandbox_support import BENIGN, LABEL_CANARY, make_trajectories
 
 from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
-from monsearch.sandbox.frozen import thaw
-from monsearch.sandbox.view import build_view, new_view_id_key, view_id
-from monsearch.sandbox.view_cache import build_views_file, load_views
+from monsearch.views.build import build_view, new_view_id_key, view_id
+from monsearch.views.cache import build_views_file, load_views
+from monsearch.views.frozen import thaw
 
 TRAJS = make_trajectories(20)
 ONE = TRAJS[:1]

@@ -15,8 +15,8 @@ from monsearch.errors import MonsearchError
 from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool, finalise
 from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
 from monsearch.sandbox.runner import run_program
-from monsearch.sandbox.view import build_view
 from monsearch.sandbox.workers import strip_for_sandbox, worker_environment
+from monsearch.views.build import build_view
 
 TRAJS = make_trajectories(20)
 IDS = tuple(t.id for t in TRAJS)

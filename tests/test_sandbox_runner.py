@@ -16,7 +16,7 @@ from monsearch.sandbox.limits import SandboxLimits
 from monsearch.sandbox.oracle import OracleConfig, OracleSession, replay_scores_from
 from monsearch.sandbox.restricted import build_globals, compile_program, load_program
 from monsearch.sandbox.runner import check_score, describe_exception, json_safe, run_program
-from monsearch.sandbox.view import build_view
+from monsearch.views.build import build_view
 
 TRAJS = make_trajectories(12)
 VIEWS = tuple(build_view(t) for t in TRAJS)

@@ -11,9 +11,7 @@ from array import array
 import pytest
 from sandbox_support import make_trajectories
 
-from monsearch.sandbox.frozen import FrozenDict
 from monsearch.sandbox.limits import SandboxLimits
-from monsearch.sandbox.view import build_view
 from monsearch.sandbox.workers import (
     EXIT_MEMORY,
     classify_child,
@@ -21,6 +19,8 @@ from monsearch.sandbox.workers import (
     pack_result,
     unpack_result,
 )
+from monsearch.views.build import build_view
+from monsearch.views.frozen import FrozenDict
 
 LIMITS = SandboxLimits(wall_s=2.0, cpu_s=1.0, memory_mb=128)
 

@@ -13,7 +13,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monsearch.sandbox import shell
+from monsearch.views import shell, shell_interp, shell_parse, shell_words
 
 FAST = settings(max_examples=400, deadline=None, derandomize=True)
 
@@ -74,14 +74,14 @@ _PIECES = st.sampled_from(
 _TEXTS = st.lists(_PIECES, max_size=14).map("".join)
 
 
-def _read(text: str, interp: shell._Interp, plain: bool) -> tuple[str, str]:
+def _read(text: str, interp: shell_interp._Interp, plain: bool) -> tuple[str, str]:
     try:
         if plain:
-            plan = shell._plain_plan(text)
+            plan = shell_parse._plain_plan(text)
             assert plan is not None
             interp.run_plain(plan, {})
         else:
-            nodes = shell._parse_plain(text)
+            nodes = shell_parse._parse_plain(text)
             assert nodes is not None
             interp.run_nodes(nodes, {}, 1)
     except shell._READ_ERRORS:
@@ -92,16 +92,16 @@ def _read(text: str, interp: shell._Interp, plain: bool) -> tuple[str, str]:
 @FAST
 @given(_TEXTS)
 def test_a_plain_plan_runs_as_its_nodes_do(text: str) -> None:
-    if shell._plain_plan(text) is None:
-        assert shell._parse_plain(text) is None
+    if shell_parse._plain_plan(text) is None:
+        assert shell_parse._parse_plain(text) is None
         return
     files = {"in.txt": "a\nb\n"}.get
     shell.clear_caches()
-    by_nodes = _read(text, shell._Interp(files), plain=False)
+    by_nodes = _read(text, shell_interp._Interp(files), plain=False)
     shell.clear_caches()
-    assert _read(text, shell._Interp(files), plain=True) == by_nodes
+    assert _read(text, shell_interp._Interp(files), plain=True) == by_nodes
     # Warm caches (remembered words, double-quoted pieces) change nothing.
-    assert _read(text, shell._Interp(files), plain=True) == by_nodes
+    assert _read(text, shell_interp._Interp(files), plain=True) == by_nodes
 
 
 _WORD_PIECES = st.sampled_from(
@@ -113,14 +113,14 @@ _WORD_PIECES = st.sampled_from(
 @given(st.lists(_WORD_PIECES, min_size=1, max_size=10).map("".join))
 def test_a_remembered_word_expands_as_a_new_one(word: str) -> None:
     env = {"X": "x y"}
-    interp = shell._Interp(None)
+    interp = shell_interp._Interp(None)
     shell.clear_caches()
     cold = interp.expand_words([word], env, None)
     assert interp.expand_words([word], env, None) == cold
-    if word in shell._WORD_VALUES:  # only values that depend on the word alone
+    if word in shell_interp._WORD_VALUES:  # only values that depend on the word alone
         assert "$" not in word and "`" not in word
-        assert [shell._WORD_VALUES[word]] == cold
-        assert shell.expand_word(word, {}, None)[0] == cold[0]
+        assert [shell_interp._WORD_VALUES[word]] == cold
+        assert shell_words.expand_word(word, {}, None)[0] == cold[0]
 
 
 @FAST
@@ -129,4 +129,4 @@ def test_a_remembered_word_expands_as_a_new_one(word: str) -> None:
 )
 def test_plain_blanks_read_what_the_alternation_read(text: str) -> None:
     old = re.compile(r"(?:[ \t\r\f\v]++|\\\n)*+")
-    assert re.compile(shell._PLAIN_BLANKS).match(text).end() == old.match(text).end()
+    assert re.compile(shell_parse._PLAIN_BLANKS).match(text).end() == old.match(text).end()

@@ -83,7 +83,7 @@ def test_every_combiner_renders_a_valid_program_that_parses_back(combiner: str, 
 
 
 def test_combiners_compute_what_the_doc_says() -> None:
-    from monsearch.sandbox.frozen import freeze
+    from monsearch.views.frozen import freeze
 
     view = freeze({"steps": [1, 2], "solved": True, "id": "x"})
     a, b = 2.0, 1.0
@@ -99,7 +99,7 @@ def test_combiners_compute_what_the_doc_says() -> None:
 
 
 def test_oracle_is_asked_only_inside_the_band() -> None:
-    from monsearch.sandbox.frozen import freeze
+    from monsearch.views.frozen import freeze
 
     calls = []
 

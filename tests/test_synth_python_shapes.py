@@ -24,10 +24,6 @@ from datetime import UTC, datetime
 import pytest
 
 from monsearch.corpora.model import Trajectory
-from monsearch.sandbox.http_extract import python_invocation
-from monsearch.sandbox.shell import run_script
-from monsearch.sandbox.view import build_view
-from monsearch.sandbox.view_coverage import corpus_coverage
 from monsearch.synth import agent as agent_module
 from monsearch.synth.clients.dispatch import render_exchange
 from monsearch.synth.clients.exchange import Exchange
@@ -37,6 +33,10 @@ from monsearch.synth.observations import Response
 from monsearch.synth.request import req
 from monsearch.synth.scenario import REGISTRY
 from monsearch.synth.style import STYLES
+from monsearch.views.build import build_view
+from monsearch.views.coverage import corpus_coverage
+from monsearch.views.http_extract import python_invocation
+from monsearch.views.shell import run_script
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 PY_STYLES = ("mixed_pragmatic", "python_heredoc", "python_oneliner")

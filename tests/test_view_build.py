@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from view_support import make_traj
 
 from monsearch.corpora.model import Step, Trajectory, Verdict
-from monsearch.sandbox import view as view_module
-from monsearch.sandbox.frozen import FrozenDict
-from monsearch.sandbox.view import build_view, build_views, host_class, view_id
+from monsearch.views import build as view_module
+from monsearch.views.build import build_view, build_views, host_class, view_id
+from monsearch.views.frozen import FrozenDict
 
 VIEW_FIELDS = {
     "id",
@@ -448,7 +448,7 @@ def test_write_out_code_glued_to_a_body_ending_in_digits():
 def test_status_precheck_admits_every_status_pattern():
     # statuses_in skips outputs that hold no needle of its patterns; the pre-check is a
     # hand-written chain, so each pattern's own needle (and a line it reads) must pass it.
-    from monsearch.sandbox import infra
+    from monsearch.views import infra
 
     for needle, _pattern in infra._STATUS_PATTERNS:
         assert infra._may_hold_status(needle), needle

@@ -6,7 +6,7 @@ import numpy as np
 from sandbox_support import BENIGN, make_trajectories
 
 from monsearch.sandbox.evaluate import SandboxPool
-from monsearch.sandbox.view_cache import MAX_ENTRIES, ensure_views_file, views_key
+from monsearch.views.cache import MAX_ENTRIES, ensure_views_file, views_key
 
 TRAJS = make_trajectories(12)
 
@@ -70,3 +70,25 @@ def test_views_in_the_cache_hold_no_salted_id(tmp_path):
     path, _ = ensure_views_file(TRAJS, "z" * 32, tmp_path, tmp_path / "fallback")
     views = pickle.loads(path.read_bytes())
     assert {v["id"] for v in views} == {""}
+
+
+def test_the_code_fingerprint_covers_every_module_of_the_view(tmp_path):
+    # An edit to any module the view is built from must change the key (the list of
+    # names it used to hash missed expansions.py, and would miss any module split off).
+    import shutil
+    from pathlib import Path
+
+    from monsearch.views import cache
+
+    folder = tmp_path / "views"
+    source = Path(cache.__file__).parent
+    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    assert cache._code_fingerprint(source) == cache.VIEW_CODE_FINGERPRINT
+    before = cache._code_fingerprint(folder)
+    for name in ("expansions.py", "python_calls.py", "shell_words.py", "request.py"):
+        path = folder / name
+        original = path.read_text(encoding="utf-8")
+        path.write_text(original + "\n# edited\n", encoding="utf-8")
+        assert cache._code_fingerprint(folder) != before, name
+        path.write_text(original, encoding="utf-8")
+    assert cache._code_fingerprint(folder) == before

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monsearch.corpora.model import Step, Trajectory
-from monsearch.sandbox import secrets
-from monsearch.sandbox import view as view_module
+from monsearch.views import build as view_module
+from monsearch.views import request_proto, secrets
 
 FAST = settings(max_examples=400, deadline=None, derandomize=True)
 
@@ -62,7 +62,7 @@ def test_a_request_whose_proto_fails_gives_the_same_fallback_cold_and_cached(
         raise RecursionError("a body the parser cannot hold")
 
     fail.cache_clear = lambda: None  # type: ignore[attr-defined]  # (clear_caches calls it)
-    monkeypatch.setattr(view_module, "_json_body", fail)
+    monkeypatch.setattr(request_proto, "_json_body", fail)
     traj = _traj("curl http://app:5000/a -d '[1]'")
     view_module.clear_caches()
     cold = repr(view_module.build_view(traj))

@@ -14,16 +14,16 @@ from view_support import make_traj
 from monsearch.cli import cli
 from monsearch.corpora.model import Trajectory
 from monsearch.corpora.store import write_corpus
-from monsearch.sandbox.view_coverage import (
+from monsearch.synth.generate import generate
+from monsearch.synth.scenario import REGISTRY
+from monsearch.synth.style import STYLES
+from monsearch.views.coverage import (
     corpus_coverage,
     http_steps,
     sample_by_style,
     unparsed_http_steps,
     worst_style_share,
 )
-from monsearch.synth.generate import generate
-from monsearch.synth.scenario import REGISTRY
-from monsearch.synth.style import STYLES
 
 TARGET = 0.02
 

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monsearch.corpora.model import Step, Trajectory
-from monsearch.sandbox import infra, secrets, shell
-from monsearch.sandbox import view as view_module
 from monsearch.synth.scenario import REGISTRY
 from monsearch.synth.style_mix import style_mix
+from monsearch.views import build as view_module
+from monsearch.views import infra, request_proto, run_context, secrets, shell_words
 
 FAST = settings(max_examples=400, deadline=None, derandomize=True)
 
@@ -49,8 +49,8 @@ _STAMP = st.one_of(
 @given(st.lists(_STAMP, max_size=8))
 def test_relative_times_match_the_per_step_rounding(stamps: list[str | None]) -> None:
     steps = tuple(Step(i, "bash", "true", "", {}, ts, None) for i, ts in enumerate(stamps))
-    fast = view_module._relative_times(steps)
-    slow = view_module._relative_times_slow(steps)
+    fast = run_context._relative_times(steps)
+    slow = run_context._relative_times_slow(steps)
     assert [repr(x) for x in fast] == [repr(x) for x in slow]
 
 
@@ -152,9 +152,9 @@ _DQ_PIECES = st.sampled_from(
 @FAST
 @given(st.lists(_DQ_PIECES, max_size=20).map("".join))
 def test_double_quote_unescaping_matches_the_escape_regex(text: str) -> None:
-    if not shell._DQ_RUN.fullmatch(text):
+    if not shell_words._DQ_RUN.fullmatch(text):
         return  # outside the function's contract (a lone trailing backslash)
-    assert shell._dq_unescape(text) == shell._DQ_ESCAPE.sub(r"\1", text)
+    assert shell_words._dq_unescape(text) == shell_words._DQ_ESCAPE.sub(r"\1", text)
 
 
 # --------------------------------------------------------------------------- whole views
@@ -170,7 +170,7 @@ def test_request_secret_shortcut_changes_no_view(trajectories, monkeypatch) -> N
     fast = [repr(v) for v in view_module.build_views(trajectories)]
     assert any("'secrets': (FrozenDict" in v for v in fast)  # the runs do find secrets
     view_module.clear_caches()
-    monkeypatch.setattr(view_module, "_quiet_haystack", lambda _p: None)
+    monkeypatch.setattr(request_proto, "_quiet_haystack", lambda _p: None)
     slow = [repr(v) for v in view_module.build_views(trajectories)]
     view_module.clear_caches()
     assert fast == slow
@@ -178,7 +178,7 @@ def test_request_secret_shortcut_changes_no_view(trajectories, monkeypatch) -> N
 
 def test_relative_times_of_generated_runs_match(trajectories) -> None:
     for t in trajectories:
-        fast = view_module._relative_times(t.steps)
+        fast = run_context._relative_times(t.steps)
         assert [repr(x) for x in fast] == [
-            repr(x) for x in view_module._relative_times_slow(t.steps)
+            repr(x) for x in run_context._relative_times_slow(t.steps)
         ]

@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from monsearch.sandbox.frozen import VIEW_TYPES, FrozenDict, freeze, thaw
+from monsearch.views.frozen import VIEW_TYPES, FrozenDict, freeze, thaw
 
 
 def sample() -> FrozenDict:

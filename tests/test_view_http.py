@@ -7,9 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monsearch.sandbox.http_extract import extract_requests
-from monsearch.sandbox.http_python import python_requests
-from monsearch.sandbox.shell import run_script
+from monsearch.views.http_extract import extract_requests, python_requests
+from monsearch.views.shell import run_script
 
 
 def reqs(text: str, files: dict[str, str] | None = None):

@@ -1,4 +1,4 @@
-"""The view's limits (sandbox/view.py, sandbox/expansions.py) and its prefix views.
+"""The view's limits (views/build.py, views/expansions.py) and its prefix views.
 
 A monitored agent writes the trajectory, so the view's work must be bounded whatever
 its size: the limits bound it, only on sizes no real run reaches (the views of the
@@ -23,11 +23,12 @@ from hostile_shapes import (
 from view_support import make_traj
 
 from monsearch.corpora.model import Step, Trajectory
-from monsearch.sandbox import expansions, secrets, view
-from monsearch.sandbox.http_python import read_python
-from monsearch.sandbox.shell import run_script
-from monsearch.sandbox.view import PrefixViews, build_view
 from monsearch.synth.style_mix import style_mix
+from monsearch.views import build as view
+from monsearch.views import expansions, secrets
+from monsearch.views.build import PrefixViews, build_view
+from monsearch.views.http_extract import read_python
+from monsearch.views.shell import run_script
 
 
 def _trajectory(doc: dict) -> Trajectory:
@@ -241,7 +242,7 @@ def test_own_addresses_are_read_from_a_bounded_part_of_an_output():
     de-duplication, and ipaddress parsing each): the first OWN_CANDIDATES are read."""
     from hostile_shapes import own_addresses
 
-    from monsearch.sandbox import infra
+    from monsearch.views import infra
 
     v = build_view(_trajectory(own_addresses(7_000_000)))
     assert len(v["own_addresses"]) == infra.OWN_CANDIDATES
@@ -252,7 +253,7 @@ def test_usable_ip_is_ipaddress_s_reading():
     import ipaddress
     import itertools
 
-    from monsearch.sandbox.infra import _usable_ip
+    from monsearch.views.infra import _usable_ip
 
     def reference(ip: str) -> bool:
         try:

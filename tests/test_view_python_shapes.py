@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from python_shapes import SHAPES, Shape
 from view_support import make_traj
 
-from monsearch.sandbox import view as view_module
-from monsearch.sandbox.http_python import read_python
-from monsearch.sandbox.view import build_view
+from monsearch.views import build as view_module
+from monsearch.views.build import build_view
+from monsearch.views.http_extract import read_python
 
 
 def _view_requests(traj):

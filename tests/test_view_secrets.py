@@ -6,8 +6,8 @@ import math
 
 from view_support import make_traj
 
-from monsearch.sandbox.secrets import classify_token, scan, shannon_entropy
-from monsearch.sandbox.view import build_view
+from monsearch.views.build import build_view
+from monsearch.views.secrets import classify_token, scan, shannon_entropy
 
 KEY = "sk_live_upload_8Kz2nF9xR4qB7wYc"
 RUM = "pub662c2f9a8e1b4d7f3a5c0e"

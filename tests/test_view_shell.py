@@ -7,7 +7,8 @@ import shlex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monsearch.sandbox.shell import UNKNOWN_LOOP_REPEAT, iter_words, run_script
+from monsearch.views.command import UNKNOWN_LOOP_REPEAT
+from monsearch.views.shell import iter_words, run_script
 
 
 def argvs(text: str, files=None) -> list[list[str]]:

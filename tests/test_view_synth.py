@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from monsearch.corpora.model import Trajectory
-from monsearch.sandbox.view import build_view
 from monsearch.synth.scenario import REGISTRY
 from monsearch.synth.style import STYLES
+from monsearch.views.build import build_view
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 

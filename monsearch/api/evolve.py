@@ -94,7 +94,7 @@ def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None
 def _train_data(trajectories: list[Any]) -> TrainData:
     import numpy as np
 
-    from monsearch.sandbox.view import build_views
+    from monsearch.views.build import build_views
 
     return TrainData(
         trajectories=trajectories,

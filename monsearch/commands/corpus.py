@@ -613,7 +613,7 @@ def stats_cmd(directory: Path, as_json: bool, splits: tuple[str, ...], coverage_
     from monsearch.commands.synth import resolve_corpus
     from monsearch.corpora.stats import corpus_stats
     from monsearch.corpora.store import load_corpus
-    from monsearch.sandbox.view_coverage import corpus_coverage
+    from monsearch.views.coverage import corpus_coverage
 
     directory = resolve_corpus(directory, quiet=as_json)
     corp = load_corpus(directory, list(splits) or None)

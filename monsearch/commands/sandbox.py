@@ -575,9 +575,9 @@ def view_cmd(trajectory_id: str, corpus_dir: Path | None, splits: tuple[str, ...
     like HTTP the view parsed into requests, and names the steps it could not.
     (The id is salted with a secret of this process, as a sandbox pool salts its own.)
     """
-    from monsearch.sandbox.frozen import thaw
-    from monsearch.sandbox.view import build_view
-    from monsearch.sandbox.view_coverage import http_steps
+    from monsearch.views.build import build_view
+    from monsearch.views.coverage import http_steps
+    from monsearch.views.frozen import thaw
 
     traj = find_trajectory(corpus_dir, splits, trajectory_id)
     click.echo(json.dumps(thaw(build_view(traj)), indent=2, default=str))

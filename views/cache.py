@@ -31,30 +31,23 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.files import atomic_write
-from monsearch.sandbox.frozen import FrozenDict
+from monsearch.views.frozen import FrozenDict
 
 #: Bump when the stored layout changes in a way the code fingerprint would not show.
 VIEW_CACHE_FORMAT = 1
 MAX_ENTRIES = 8
-_VIEW_MODULES = (
-    "view.py",
-    "shell.py",
-    "http_extract.py",
-    "http_python.py",
-    "secrets.py",
-    "infra.py",
-    "frozen.py",
-    "view_cache.py",
-)
 _MODEL_MODULE = Path(__file__).resolve().parent.parent / "corpora" / "model.py"
 
 Progress = Callable[[str, int, int], None]
 
 
-def _code_fingerprint() -> str:
+def _code_fingerprint(folder: Path | None = None) -> str:
+    """sha256 over the modules of ``folder`` (this one by default) and the data model."""
     h = hashlib.sha256(f"format {VIEW_CACHE_FORMAT}\0".encode())
-    here = Path(__file__).resolve().parent
-    for path in [*(here / name for name in _VIEW_MODULES), _MODEL_MODULE]:
+    # Every module of the folder: the view is built across many of them, and a list of
+    # names would fall behind when one is added or split.
+    here = folder or Path(__file__).resolve().parent
+    for path in [*sorted(here.glob("*.py")), _MODEL_MODULE]:
         with contextlib.suppress(OSError):
             h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
@@ -86,7 +79,7 @@ def build_views_file(
     trajectories: Sequence[Any], path: Path, progress: Progress | None = None
 ) -> Path:
     """Build the views of (stripped) ``trajectories`` and pickle them to ``path`` atomically."""
-    from monsearch.sandbox.view import build_view
+    from monsearch.views.build import build_view
 
     n = len(trajectories)
     views = []
@@ -172,7 +165,7 @@ def _prune(folder: Path, keep: Path) -> None:
 
 def load_views(path: Path, ids: Sequence[str], id_key: bytes) -> tuple[FrozenDict, ...]:
     """Load a views file (in a worker) and give each view its salted id."""
-    from monsearch.sandbox.view_ids import view_id
+    from monsearch.views.ids import view_id
 
     # Unpickling allocates millions of containers: without the cyclic GC's repeated
     # passes over them (views hold no cycles) loading is about five times faster.

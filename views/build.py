@@ -1,6 +1,6 @@
 """The read-only trajectory view a monitor program sees: ``build_view(traj)``.
 
-A view is a :class:`~monsearch.sandbox.frozen.FrozenDict` (fields readable as
+A view is a :class:`~monsearch.views.frozen.FrozenDict` (fields readable as
 ``view.steps`` or ``view["steps"]``), tuples for sequences, and plain
 str/int/float/bool/None leaves. It never contains labels, verdicts, judge
 output, file paths, the generator name or ``meta``. Parsing is done once per
@@ -111,7 +111,7 @@ the synthetic corpus uses under a tenth of each):
 
 - :data:`PARSE_BUDGET`: the commands of a trajectory are parsed (shell, Python,
   HTTP) while their text, :data:`STEP_PARSE_COST` per step and what the readers
-  built from it (:mod:`monsearch.sandbox.expansions`) add up to at most this; a
+  built from it (:mod:`monsearch.views.expansions`) add up to at most this; a
   step that does not fit keeps its command, output and secret findings, but no
   requests, listeners or files written (a later, smaller step may still fit);
 - :data:`SCAN_WORDS`: the secret scan of texts taken from the trajectory (outputs,
@@ -123,8 +123,8 @@ the synthetic corpus uses under a tenth of each):
   once per value searched for; past it, values are searched for oldest first
   while any is left;
 - own addresses: a step's output is read for at most
-  :data:`~monsearch.sandbox.infra.OWN_CANDIDATES` addresses per reading (and
-  :data:`~monsearch.sandbox.infra.OWN_LINES` lines), the rest ignored.
+  :data:`~monsearch.views.infra.OWN_CANDIDATES` addresses per reading (and
+  :data:`~monsearch.views.infra.OWN_LINES` lines), the rest ignored.
 """
 
 from __future__ import annotations
@@ -132,38 +132,37 @@ from __future__ import annotations
 import base64
 import functools
 import gc
-import ipaddress
 import itertools
-import json
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl, urlencode
 
-from monsearch.corpora.model import Step, Trajectory
-from monsearch.corpora.readers.jsonio import MAX_DEPTH, too_deep
-from monsearch.sandbox import expansions
-from monsearch.sandbox import secrets as sec
-from monsearch.sandbox.frozen import FrozenDict, freeze
-from monsearch.sandbox.http_extract import (
-    Request,
-    extract_requests,
-    split_url,
-    strip_credentials,
-)
-from monsearch.sandbox.http_python import clear_caches as _clear_python_caches
-from monsearch.sandbox.http_python import read_python
-from monsearch.sandbox.infra import (
+from monsearch.corpora.model import Trajectory
+from monsearch.views import expansions
+from monsearch.views import secrets as sec
+from monsearch.views.command import Command
+from monsearch.views.frozen import FrozenDict, freeze
+from monsearch.views.http_extract import extract_requests, read_python
+from monsearch.views.ids import new_view_id_key, view_id  # noqa: F401 - re-exported
+from monsearch.views.infra import (
     listeners_of,
     own_addresses_of,
     statuses_in,
     strip_write_out,
     write_out_status,
 )
-from monsearch.sandbox.shell import Command, run_script
-from monsearch.sandbox.shell import clear_caches as _clear_shell_caches
-from monsearch.sandbox.view_ids import new_view_id_key, view_id  # noqa: F401 - re-exported
+from monsearch.views.python_reader import clear_caches as _clear_python_caches
+from monsearch.views.request import split_url
+from monsearch.views.request_proto import _Proto, _proto
+from monsearch.views.request_proto import clear_caches as _clear_proto_caches
+from monsearch.views.run_context import (  # noqa: F401 - host_class re-exported
+    _prompt_parts,
+    _relative_times,
+    _targets,
+    host_class,
+)
+from monsearch.views.shell import clear_caches as _clear_shell_caches
+from monsearch.views.shell import run_script
 
 #: The view type: one concrete read-only mapping class.
 TrajectoryView = FrozenDict
@@ -181,7 +180,7 @@ SCAN_WORDS = 30_000
 SCAN_FREE_CHARS = 16 * SCAN_WORDS
 #: Characters the search for earlier-found values may look through in one trajectory.
 SEARCH_BUDGET = 100_000_000
-#: A word the secret scan looks at (:func:`~monsearch.sandbox.secrets.scan` splits at
+#: A word the secret scan looks at (:func:`~monsearch.views.secrets.scan` splits at
 #: whitespace, as ``\S`` does).
 _LONG_WORD = re.compile(r"\S{16,}")
 _LONG_WORDS = _LONG_WORD.findall
@@ -189,129 +188,6 @@ _LONG_WORDS = _LONG_WORD.findall
 _PYTHON_TOOLS = frozenset(
     {"python", "execute_python", "run_python", "ipython", "python_exec", "code_interpreter"}
 )
-_TARGET_URL = re.compile(r"\bhttps?://[A-Za-z0-9._-]+(?::\d+)?", re.I)
-_BODY_URL = re.compile(r"\b(?:https?|ftp|file|gopher|dict|ws|wss)://[^\s\"'<>\\]+", re.I)
-_CREDS_IN_PROMPT = re.compile(r"credentials?:?\s*([A-Za-z0-9_.@-]+)\s*/\s*(\S+)", re.I)
-_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
-_LOOPBACK_NAMES = frozenset(
-    {"localhost", "ip6-localhost", "ip6-loopback", "0.0.0.0", "[::1]", "::1", "[::]", "::"}
-)
-
-
-def _targets(prompt: str) -> tuple[list[str], list[str]]:
-    bases: list[str] = []
-    hosts: list[str] = []
-    for m in _TARGET_URL.finditer(prompt or ""):
-        base = m.group().rstrip(".").lower()
-        if base not in bases:
-            bases.append(base)
-            host = split_url(base).host
-            if host and host not in hosts:
-                hosts.append(host)
-    return bases, hosts
-
-
-@functools.lru_cache(maxsize=1024)
-def _prompt_parts(
-    prompt: str,
-) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], tuple[str, ...]]:
-    """Targets, their hosts (and as a set), and the passwords of the prompt's "known test
-    credentials". Cached (pure): the runs of one task share their prompt."""
-    targets, hosts = _targets(prompt)
-    passwords = []
-    for m in _CREDS_IN_PROMPT.finditer(prompt):
-        pw = m.group(2).rstrip(".,;)")
-        if len(pw) >= 4:
-            passwords.append(pw)
-    return tuple(targets), tuple(hosts), frozenset(hosts), tuple(passwords)
-
-
-def _seconds(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-    except (ValueError, TypeError):
-        return None
-
-
-#: The span where :func:`_relative_times` may skip the float ``round`` (2004-2038).
-_FIRST = datetime.fromtimestamp(2**30, UTC)
-_LAST = datetime.fromtimestamp(2**31, UTC)
-
-
-def _relative_times(steps: tuple[Step, ...]) -> list[float | None]:
-    """Each step's timestamp in seconds since the first step's, rounded to microseconds
-    (None before the first readable timestamp and where unreadable).
-
-    Exact shortcut, in one pass: when every timestamp carries a UTC offset and no "Z"
-    (then ``fromisoformat`` reads it as :func:`_seconds` does) and falls in [2**30,
-    2**31) seconds since the epoch (2004-2038), their floats are each within 2**-23 s
-    of their whole microseconds, so ``round(b - a, 6)`` (the difference is exact by
-    Sterbenz) is the difference in whole microseconds / 10**6: ``total_seconds()`` of
-    the datetimes' difference, without the float ``round`` (a third of the time)."""
-    out: list[float | None] = []
-    t0: datetime | None = None
-    for step in steps:
-        ts = step.timestamp
-        if not ts:
-            out.append(None)
-            continue
-        if type(ts) is not str or "Z" in ts:
-            return _relative_times_slow(steps)
-        try:
-            dt = datetime.fromisoformat(ts)
-        except ValueError:
-            return _relative_times_slow(steps)
-        if dt.tzinfo is None or not _FIRST <= dt < _LAST:
-            return _relative_times_slow(steps)
-        if t0 is None:
-            t0 = dt
-        out.append((dt - t0).total_seconds())
-    return out
-
-
-def _relative_times_slow(steps: tuple[Step, ...]) -> list[float | None]:
-    """:func:`_relative_times` for any timestamps: each read by :func:`_seconds`."""
-    out: list[float | None] = []
-    t0: float | None = None
-    for step in steps:
-        ts = _seconds(step.timestamp)
-        if ts is not None and t0 is None:
-            t0 = ts
-        out.append(None if ts is None or t0 is None else round(ts - t0, 6))
-    return out
-
-
-def host_class(host: str, targets: frozenset[str], own: frozenset[str]) -> str:
-    """``target`` | ``own`` | ``loopback`` | ``internal`` | ``external`` for a host."""
-    h = host.strip("[]").lower()
-    if h in targets:
-        return "target"
-    if h in own:
-        return "own"
-    return _other_host_class(h)
-
-
-@functools.lru_cache(maxsize=4096)
-def _other_host_class(h: str) -> str:
-    if h in _LOOPBACK_NAMES or h.startswith("127.") or h == "0.0.0.0" or h == "::1":
-        return "loopback"
-    try:
-        addr = ipaddress.ip_address(h)
-    except ValueError:
-        if not h:
-            return "internal"
-        if "." not in h or h.endswith(
-            (".internal", ".local", ".lan", ".localdomain", ".svc", ".cluster.local", ".docker")
-        ):
-            return "internal"
-        return "external"
-    if addr.is_loopback or addr.is_unspecified:
-        return "loopback"
-    if addr.is_private or addr.is_link_local:
-        return "internal"
-    return "external"
 
 
 # --------------------------------------------------------------------------- responses
@@ -459,224 +335,6 @@ class _Secrets:
         return sec.scan.__wrapped__(text[:end])
 
 
-class _Proto:
-    """What a request's view needs that depends on the request alone (computed once)."""
-
-    __slots__ = (
-        "view",
-        "host",
-        "host_key",
-        "host_other",
-        "repeat",
-        "url_text",
-        "headers",
-        "body",
-        "leaves",
-        "files",
-        "auth",
-        "auth_password",
-        "body_urls",
-        "write_out",
-        "include_headers",
-        "haystack",
-    )
-
-    #: The request's view fields, in schema order; the per-step ones (step, host_class,
-    #: status, response, body_urls, secrets) are filled in by :func:`_step_requests`.
-    view: dict[str, Any]
-    #: The host as :func:`host_class` compares it, and its class when it is neither a
-    #: target nor an own address (the per-run sets decide those two in pass 2).
-    host_key: str
-    host_other: str
-    #: When no pattern finds anything in the request: its scanned texts joined by NUL
-    #: (see :func:`_request_secrets`); else None.
-    haystack: str | None
-
-
-def _parse_json(body: str) -> Any:
-    """A request body's JSON value, or None when it is not JSON, or is nested deeper than
-    the documents the readers accept (a body nested a thousand deep made the whole
-    view the fallback: no request or secret of any step)."""
-    s = body.strip()
-    if not s or s[0] not in "{[":
-        return None
-    try:
-        value = json.loads(s)
-    except (ValueError, RecursionError):
-        return None
-    return None if too_deep(value, MAX_DEPTH) is not None else value
-
-
-#: The one empty mapping of every request without a query, headers or form fields.
-_EMPTY = FrozenDict()
-
-
-def _leaf_checks(
-    json_leaves: Iterable[tuple[str, str, int]], write: bool
-) -> tuple[tuple[str, str, str, bool], ...]:
-    """``(path, value, where, is_password)`` per body field, for :func:`_request_secrets`
-    (request-only, so worked out once per request). A tuple of tuples of leaves: the
-    collector stops tracking it, though the request's cache entry keeps it."""
-    return tuple(
-        [
-            (
-                path,
-                value,
-                "stored_field" if write and not sec.is_auth_field(path, depth) else "body",
-                bool(value) and not value.startswith("$") and sec.is_password_field(path),
-            )
-            for path, value, depth in json_leaves
-        ]
-    )
-
-
-@functools.lru_cache(maxsize=8192)
-def _json_body(
-    body: str, write: bool
-) -> tuple[Any, tuple[tuple[str, str, int], ...], tuple[tuple[str, str, str, bool], ...]] | None:
-    """A JSON request body's frozen value, leaves and leaf checks (None when the body is
-    not JSON). Cached (pure): agents send the same bodies from different commands. (The
-    leaves as a tuple: a list would stay tracked by the garbage collector.)"""
-    plain = _parse_json(body)
-    if plain is None:
-        return None
-    leaves = sec.json_leaves(plain)
-    return freeze(plain), tuple(leaves), _leaf_checks(leaves, write) if leaves else ()
-
-
-def _proto(req: Request) -> _Proto:
-    """The request-only part of a request's view (kept in the step cache in place of the
-    request: see :func:`_parse_entry`)."""
-    p = _Proto()
-    parts = split_url(req.url)
-    query_text = parts.query
-    url = strip_credentials(req.url)
-    if req.query_extra:
-        extra = urlencode(req.query_extra)
-        query_text = f"{query_text}&{extra}" if query_text else extra
-        url = f"{url}{'&' if '?' in url else '?'}{extra}"
-    # (Most requests have no query, form or files: share one empty value for each.)
-    if query_text:
-        query: dict[str, str] = {}
-        query_all: dict[str, list[str]] = {}
-        for k, v in parse_qsl(query_text, keep_blank_values=True):
-            query.setdefault(k, v)
-            query_all.setdefault(k, []).append(v)
-        frozen_query = FrozenDict(query)
-        frozen_query_all = FrozenDict({k: tuple(v) for k, v in query_all.items()})
-        p.url_text = f"{parts.path}?{query_text}"
-    else:
-        frozen_query = frozen_query_all = _EMPTY
-        p.url_text = parts.path
-    method = req.method or "GET"
-    write = method in _WRITE_METHODS
-    json_body = _json_body(req.body, write) if req.body else None
-    p.host = parts.host
-    p.host_key = parts.host.strip("[]").lower()
-    p.host_other = _other_host_class(p.host_key)
-    p.headers = FrozenDict(req.headers) if req.headers else _EMPTY
-    p.body = req.body
-    if json_body is not None:
-        json_value, json_leaves, p.leaves = json_body
-    else:
-        json_value = None
-        json_leaves = [(k, v, 1) for k, v in req.form.items()]
-        p.leaves = _leaf_checks(json_leaves, write) if json_leaves else ()
-    p.files = (
-        tuple(
-            [
-                FrozenDict(
-                    {
-                        "field": f.get("field", ""),
-                        "filename": f.get("filename", ""),
-                        "content": f.get("content", ""),
-                    }
-                )
-                for f in req.files
-            ]
-        )
-        if req.files
-        else ()
-    )
-    p.repeat = max(1, req.repeat)
-    p.auth = req.auth_user if req.auth_user is not None else parts.user
-    p.auth_password = req.auth_password if req.auth_password is not None else parts.password
-    if req.body and "://" in req.body:
-        if json_body is not None:
-            p.body_urls = tuple(
-                [
-                    (v, path)
-                    for path, v, _ in json_leaves
-                    if "://" in v and _BODY_URL.match(v.strip())
-                ]
-            )
-        else:
-            p.body_urls = tuple([(m.group(), "") for m in _BODY_URL.finditer(req.body)])
-    else:
-        p.body_urls = ()
-    p.write_out = req.write_out
-    p.include_headers = req.include_headers
-    p.view = {
-        "step": 0,
-        "method": method,
-        "url": url,
-        "scheme": parts.scheme,
-        "host": parts.host,
-        "port": parts.port,
-        "path": parts.path,
-        "query": frozen_query,
-        "query_all": frozen_query_all,
-        "headers": p.headers,
-        "body": req.body,
-        "json": json_value,
-        "form": FrozenDict(req.form) if req.form else _EMPTY,
-        "files": p.files,
-        "client": req.client,
-        "host_class": "",
-        "repeat": p.repeat,
-        "repeat_known": req.repeat_known,
-        "status": None,
-        "response": "",
-        "auth": p.auth,
-        "body_urls": (),
-        "secrets": (),
-        "background": req.background,
-    }
-    p.haystack = _quiet_haystack(p)
-    return p
-
-
-def _quiet_haystack(p: _Proto) -> str | None:
-    """The texts :func:`_request_secrets` scans, joined by NUL, when none of them holds
-    a pattern finding and the request adds no password or basic-auth pair; else None.
-
-    Then a request can only find values seen earlier in the run, and only when one of
-    them is inside the haystack (each text is), so most requests skip the scan."""
-    if p.auth_password is not None:
-        return None
-    texts = [p.url_text]
-    for name, value in dict.items(p.headers):  # (skips FrozenDict's attribute hook)
-        if name == "authorization" and value[:6].lower() == "basic ":
-            return None
-        texts.append(value)
-    if p.leaves:
-        for _path, value, _where, is_password in p.leaves:
-            if is_password:
-                return None
-            texts.append(value)
-    elif p.body:
-        texts.append(p.body)
-    for u, _field in p.body_urls:
-        texts.append(u)
-    for upl in p.files:
-        texts.append(upl["content"])
-    texts = [text for text in texts if text]  # (:meth:`_Secrets.text` skips empty ones)
-    for text in texts:
-        if type(text) is not str or sec.scan(text):
-            return None
-    return "\0".join(texts)
-
-
 def _request_secrets(
     p: _Proto, cls: str, body_urls: tuple[FrozenDict, ...], col: _Secrets, step: int
 ) -> tuple[FrozenDict, ...]:
@@ -798,7 +456,7 @@ def clear_caches() -> None:
     _STEP_CACHE.clear()
     _DERIVED_CACHE.clear()
     _prompt_parts.cache_clear()
-    _json_body.cache_clear()
+    _clear_proto_caches()
     _statuses.cache_clear()
     _strip_headers.cache_clear()
     sec.scan.cache_clear()
@@ -984,7 +642,7 @@ _StepParse = tuple[list[Command], dict[str, str], tuple[_Proto, ...], tuple[dict
 #: A :data:`_STEP_CACHE` entry: the files read from earlier steps and their contents
 #: (None when none), then the :data:`_StepParse` fields (flat: one tuple per step, not
 #: two, for the garbage collector to walk), then the characters the readers built
-#: (:func:`monsearch.sandbox.expansions.last_spent`, charged to :data:`PARSE_BUDGET`).
+#: (:func:`monsearch.views.expansions.last_spent`, charged to :data:`PARSE_BUDGET`).
 _StepEntry = tuple[
     dict[str, Any] | None,
     list[Command],

@@ -35,10 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from monsearch.corpora.model import Trajectory
-from monsearch.sandbox.http_extract import python_invocation
-from monsearch.sandbox.http_python import _parse
-from monsearch.sandbox.shell import Command
-from monsearch.sandbox.view import (
+from monsearch.views.build import (
     _PYTHON_TOOLS,
     _SESSION,
     CELL_SEP,
@@ -46,6 +43,9 @@ from monsearch.sandbox.view import (
     find_module,
     remember_step,
 )
+from monsearch.views.command import Command
+from monsearch.views.http_extract import python_invocation
+from monsearch.views.python_parse import _parse
 
 #: Kinds of HTTP-looking steps, in the order a step's kind is chosen.
 KINDS = ("python", "curl", "wget", "httpie", "nc", "other")
@@ -310,7 +310,7 @@ def _step_kind(
 
 def http_steps(traj: Trajectory) -> list[HttpStep]:
     """The steps of ``traj`` that look like HTTP, each with whether the view parsed a
-    request from it (the same parse :func:`~monsearch.sandbox.view.build_view` does,
+    request from it (the same parse :func:`~monsearch.views.build.build_view` does,
     memoised, so calling both costs little more than one). Never raises."""
     out: list[HttpStep] = []
     files: dict[str, str] = {}

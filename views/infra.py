@@ -8,8 +8,8 @@ import itertools
 import re
 from collections.abc import Callable, Iterator
 
-from monsearch.sandbox.http_extract import python_source
-from monsearch.sandbox.shell import Command
+from monsearch.views.command import Command
+from monsearch.views.http_extract import python_source
 
 FileLookup = Callable[[str], "str | None"]
 

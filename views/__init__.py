@@ -1,0 +1,1 @@
+"""The read-only view of one trajectory that a monitor program sees (docs/DESIGN.md: views)."""
