@@ -29,6 +29,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("search", ("monsearch.search",)),
     ("export", ("monsearch.export",)),
     ("synth", ("monsearch.synth",)),
+    ("local_llm", ("monsearch.local_llm",)),
     ("api", ("monsearch.api",)),
     ("cli", ("monsearch.cli", "monsearch.commands", "monsearch.__main__")),
 ]
