@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
-from monsearch.sandbox.oracle_prompt import PROMPT_VARIANTS
+from monsearch.oracle.prompt import PROMPT_VARIANTS
 from monsearch.search.frozen import FrozenProgram
 
 from .vendor import MODULES, monsearch_version, vendored_sources
@@ -521,7 +521,7 @@ def run_judge_answers(config: dict[str, Any], trajectories: list[Any]) -> dict[s
     """What ``oracle(traj)`` answered in the run: the corpus's stored judge verdicts
     (the replay backend, as the search and ``monsearch test`` score), or None for a run
     without an oracle."""
-    from monsearch.sandbox.oracle import replay_scores_from
+    from monsearch.oracle.session import replay_scores_from
 
     if ((config.get("evaluation") or {}).get("oracle") or "replay") != "replay":
         return None

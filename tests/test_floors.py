@@ -22,7 +22,9 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("monsearch.errors", "monsearch.files", "monsearch.cache", "monsearch.document")),
     ("corpora", ("monsearch.corpora",)),
     ("views", ("monsearch.views",)),
-    ("oracle", ("monsearch.oracle",)),
+    # ``monsearch llm fetch/serve``'s model catalogue and llama.cpp server: the local
+    # endpoint the oracle's OpenAI-compatible client talks to.
+    ("oracle", ("monsearch.oracle", "monsearch.local_llm")),
     ("sandbox", ("monsearch.sandbox",)),
     ("eval", ("monsearch.eval",)),
     ("strategies", ("monsearch.strategies",)),

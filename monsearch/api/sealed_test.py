@@ -77,7 +77,7 @@ def run_sealed_test(
     """
     from monsearch.corpora.sealed import open_sealed, read_identity
     from monsearch.eval.sealed_reports import earlier_reports
-    from monsearch.sandbox.oracle import replay_scores_from
+    from monsearch.oracle.session import replay_scores_from
     from monsearch.search.frozen import verify_run
 
     say = progress or (lambda _m: None)
