@@ -12,16 +12,16 @@ import time
 from pathlib import Path
 
 from monsearch.corpora.model import ORACLE, Step, Trajectory, Verdict
-from monsearch.sandbox.oracle import (
+from monsearch.oracle.cache import OracleCache
+from monsearch.oracle.judge import JudgeAnswer
+from monsearch.oracle.prompt import build_judge_prompt
+from monsearch.oracle.rubrics import load_rubric
+from monsearch.oracle.session import (
     LLMJudgeConfig,
     OracleConfig,
     OracleSession,
     replay_scores_from,
 )
-from monsearch.sandbox.oracle_cache import OracleCache
-from monsearch.sandbox.oracle_llm import JudgeAnswer
-from monsearch.sandbox.oracle_prompt import build_judge_prompt
-from monsearch.sandbox.rubrics import load_rubric
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from jsonmode import add_json_flag, run_reporting

@@ -27,8 +27,8 @@ import numpy as np
 from monsearch.cache import cache_dir
 from monsearch.corpora.store import load_corpus
 from monsearch.eval.metrics import budget_auc, recall_at_budget
+from monsearch.oracle.session import OracleConfig, replay_scores_from
 from monsearch.sandbox.evaluate import SandboxPool
-from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
 from monsearch.search.runs import resolve_run
 from monsearch.synth.generate import synthesize_corpus
 

@@ -585,8 +585,8 @@ def sandbox_scorer(
     """A :data:`Scorer` running the program in a sandbox pool as the run's search did:
     its limits, its oracle backend (``replay`` answers from the split's own oracle
     verdicts, never from labels) and its per-trajectory cap."""
+    from monsearch.oracle.session import OracleConfig, replay_scores_from
     from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
-    from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
 
     limits = SandboxLimits(
         **{k: config[k] for k in ("wall_s", "cpu_s", "memory_mb") if config.get(k) is not None}

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
-from monsearch.sandbox.oracle_prompt import PROMPT_VARIANTS
+from monsearch.oracle.prompt import PROMPT_VARIANTS
 from monsearch.search.frozen import FrozenProgram
+from monsearch.search.runs import CorpusRef
 
 from .vendor import MODULES, monsearch_version, vendored_sources
 
@@ -134,24 +135,25 @@ def corpus_path(config: dict[str, Any]) -> Path:
     """The run's corpus as it recorded it (the folder it resolved to). The library's and
     the command's export pass the corpus explicitly (:func:`monsearch.api.corpus.run_corpus`
     rebuilds a default corpus the cache lost)."""
-    corpus = config.get("corpus") or {}
-    for key in ("resolved_path", "path"):
-        if corpus.get(key) and Path(corpus[key]).exists():
-            return Path(corpus[key])
+    corpus = CorpusRef.from_config(config)
+    for where in (corpus.resolved_path, corpus.path):
+        if where and Path(where).exists():
+            return Path(where)
     raise ExportError(
         "the run's corpus is not where the run recorded it "
-        f"({corpus.get('resolved_path') or corpus.get('path') or 'the default corpus'})"
+        f"({corpus.resolved_path or corpus.path or 'the default corpus'})"
     )
 
 
 def load_val(config: dict[str, Any], corpus: Path | None = None) -> list[Any]:
     from monsearch.corpora.store import load_corpus
 
+    ref = CorpusRef.from_config(config)
     # The run may have read its val split under another name (config corpus.splits).
-    split = ((config.get("corpus") or {}).get("splits") or {}).get("val", "val")
+    split = ref.split("val")
     corpus = load_corpus(corpus or corpus_path(config), [split])
-    want = (config.get("corpus") or {}).get("content_hash")
-    if want and corpus.content_hash != want:
+    want = ref.content_hash
+    if "content_hash" in ref.differs(corpus.content_hash):
         raise ExportError(
             f"the corpus found for this run has content hash {corpus.content_hash[:16]}..., "
             f"the run used {want[:16]}..."
@@ -521,7 +523,7 @@ def run_judge_answers(config: dict[str, Any], trajectories: list[Any]) -> dict[s
     """What ``oracle(traj)`` answered in the run: the corpus's stored judge verdicts
     (the replay backend, as the search and ``monsearch test`` score), or None for a run
     without an oracle."""
-    from monsearch.sandbox.oracle import replay_scores_from
+    from monsearch.oracle.session import replay_scores_from
 
     if ((config.get("evaluation") or {}).get("oracle") or "replay") != "replay":
         return None

@@ -1,7 +1,8 @@
 """monsearch: evolve cheap OPSEC monitors for offensive-security agent trajectories.
 
 The library's functions (:mod:`monsearch.api`) are reached from here: ``monsearch.evolve``,
-``monsearch.test``, ``monsearch.export``, ``monsearch.score``, ``monsearch.load_corpus``.
+``monsearch.test``, ``monsearch.export``, ``monsearch.score`` (and ``monsearch.scoring``,
+its streaming form), ``monsearch.load_corpus``.
 They are imported on first use, so ``import monsearch`` stays cheap for the command line
 and for the modules of the lower floors that import ``monsearch.errors``.
 """
@@ -12,7 +13,16 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_API = ("evolve", "test", "export", "score", "load_corpus", "EvolveResult")
+_API = (
+    "evolve",
+    "test",
+    "export",
+    "score",
+    "scoring",
+    "load_corpus",
+    "EvolveResult",
+    "TrajectoryScore",
+)
 
 
 def __getattr__(name: str) -> Any:

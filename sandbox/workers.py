@@ -235,13 +235,13 @@ class WorkerState:
         trajectories = init.get("trajectories") or ()
         self.trajectories_by_id = {t.id: t for t in trajectories} if backend == "llm" else None
         if self.oracle_config is not None:
-            import monsearch.sandbox.oracle  # noqa: F401 - preload before forking children
+            import monsearch.oracle.session  # noqa: F401 - preload before forking children
         import monsearch.sandbox.runner  # noqa: F401 - preload RestrictedPython and helpers
 
     def new_oracle_session(self) -> Any | None:
         if self.oracle_config is None:
             return None
-        from monsearch.sandbox.oracle import OracleSession
+        from monsearch.oracle.session import OracleSession
 
         return OracleSession(self.oracle_config, self.trajectories_by_id)
 

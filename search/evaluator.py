@@ -245,7 +245,7 @@ class SearchEvaluator:
         self._train_cache: OrderedDict[str, tuple[np.ndarray | None, str | None]] = OrderedDict()
 
     def _oracle(self, trajs: Sequence[Any], none: bool = False) -> Any:
-        from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
+        from monsearch.oracle.session import OracleConfig, replay_scores_from
 
         cap = self.cfg.per_traj_cap
         if none or self.cfg.oracle == "none":

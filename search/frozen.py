@@ -32,7 +32,7 @@ import numpy as np
 from .chain import Chain, RunIntegrityError, canonical, verify
 from .lineage import CandidateRecord, LineageError, LineageStore, _row_to_record, source_hash
 from .program_key import program_hash
-from .runs import SELECTED_FILE, SELECTED_SOURCE, Run, RunError, SelectedStrategy
+from .runs import SELECTED_FILE, SELECTED_SOURCE, CorpusRef, Run, RunError, SelectedStrategy
 
 
 @dataclass(frozen=True)
@@ -204,14 +204,12 @@ def _check_ledger(where: str, chain: Chain, ledger: Any, here: str) -> None:
 
 def _check_config(where: str, config: dict[str, Any], frozen: SelectedStrategy) -> None:
     """config.json is not chained; what the frozen record copied of it must still agree."""
-    recorded = config.get("corpus") or {}
-    for key in ("content_hash", "assignment_hash"):
-        if recorded.get(key) != (frozen.corpus or {}).get(key):
-            raise RunIntegrityError(
-                f"{where}: config.json's corpus.{key} ({str(recorded.get(key))[:12]}) differs "
-                f"from the one frozen with strategy {frozen.id} "
-                f"({str((frozen.corpus or {}).get(key))[:12]})"
-            )
+    recorded, kept = CorpusRef.from_config(config), CorpusRef.from_dict(frozen.corpus)
+    for key in recorded.differs(kept.content_hash, kept.assignment_hash, strict=True):
+        raise RunIntegrityError(
+            f"{where}: config.json's corpus.{key} ({str(getattr(recorded, key))[:12]}) differs "
+            f"from the one frozen with strategy {frozen.id} ({str(getattr(kept, key))[:12]})"
+        )
     evaluation = config.get("evaluation") or {}
     frozen_ev = frozen.evaluation or {}
     differ = sorted(

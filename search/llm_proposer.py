@@ -1,7 +1,7 @@
 """The LLM proposer: asks any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp,
 hosted APIs) for a child of the parent program, with weighted model ensembles.
 
-Calls go through the project's one client, :class:`~monsearch.sandbox.openai_client.OpenAIClient`
+Calls go through the project's one client, :class:`~monsearch.oracle.openai_client.OpenAIClient`
 (streamed by default, so a slow CPU model reports tokens/s through :attr:`LLMProposer.on_progress`).
 The model is drawn from the proposal's ``rng`` and the ``seed`` sent to the server is drawn
 from the same ``rng`` (a seed-honouring server answers reproducibly per candidate without
@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from monsearch.errors import MonsearchError
+from monsearch.oracle.openai_client import ChatError, OpenAIClient, Progress, RetryPolicy
 from monsearch.sandbox.check import check_program
-from monsearch.sandbox.openai_client import ChatError, OpenAIClient, Progress, RetryPolicy
 from monsearch.strategies.convention import parse_program
 
 from .config import ConfigError
@@ -406,11 +406,11 @@ def probe_endpoints(
 ) -> list[str]:
     """Check once, before the search starts, that every endpoint of the ensemble answers.
 
-    Raises :class:`~monsearch.sandbox.openai_endpoint.EndpointUnavailableError` (exit 2)
+    Raises :class:`~monsearch.oracle.openai_endpoint.EndpointUnavailableError` (exit 2)
     naming the model, endpoint and reason; returns warnings (a model not listed).
     Keys are sent, never shown.
     """
-    from monsearch.sandbox.openai_endpoint import probe_endpoint
+    from monsearch.oracle.openai_endpoint import probe_endpoint
 
     environ = os.environ if env is None else env
     by_endpoint: dict[tuple[str, str], list[str]] = {}
@@ -445,7 +445,7 @@ class _RedactKeys(logging.Filter):
     library may log an exception text verbatim). Logger filters see only records
     logged on that very logger, hence the explicit module loggers."""
 
-    LOGGERS = ("httpx", "httpcore", __name__, "monsearch.sandbox.openai_client")
+    LOGGERS = ("httpx", "httpcore", __name__, "monsearch.oracle.openai_client")
 
     def __init__(self) -> None:
         super().__init__()

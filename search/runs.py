@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,71 @@ def check_run_id(run_id: str) -> str:
             f"run id {run_id!r}: use letters, digits, '.', '_' or '-' (at most 100 characters)"
         )
     return run_id
+
+
+@dataclass(frozen=True)
+class CorpusRef:
+    """The corpus a run searched on, as ``config.json`` records it (``corpus``) and its
+    frozen strategy copies it: where it was, or the seed and size of the generated
+    default corpus, and its identity (content and split-assignment hashes).
+
+    The one reading of that record: resuming, the sealed test, the export and the
+    integrity check compare a corpus with a run through :meth:`differs`.
+    """
+
+    path: str | None = None
+    #: ``{"seed": ..., "size": ...}`` when the run used the generated default corpus.
+    default: dict[str, Any] | None = None
+    #: The folder ``path`` resolved to when the run started (it may be relative).
+    resolved_path: str | None = None
+    name: str | None = None
+    content_hash: str | None = None
+    assignment_hash: str | None = None
+    #: The split names the run read as train and val.
+    splits: dict[str, str] = field(default_factory=dict)
+    sealed_splits: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> CorpusRef:
+        """The record in a run's configuration (a run from before ``corpus.default``
+        kept it at the top level, as ``corpus_default``)."""
+        ref = cls.from_dict(config.get("corpus"))
+        if not ref.default and not ref.path and isinstance(config.get("corpus_default"), dict):
+            return replace(ref, default=dict(config["corpus_default"]))
+        return ref
+
+    @classmethod
+    def from_dict(cls, d: Any) -> CorpusRef:
+        d = d if isinstance(d, dict) else {}
+        return cls(
+            path=d.get("path") or None,
+            default=d.get("default") if isinstance(d.get("default"), dict) else None,
+            resolved_path=d.get("resolved_path") or None,
+            name=d.get("name"),
+            content_hash=d.get("content_hash"),
+            assignment_hash=d.get("assignment_hash"),
+            splits=dict(d.get("splits") or {}),
+            sealed_splits=list(d.get("sealed_splits") or []),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def split(self, role: str) -> str:
+        """The name of the split the run read as ``role`` (``train``, ``val``)."""
+        return self.splits.get(role, role)
+
+    def differs(self, content_hash: Any, assignment_hash: Any = None, *,
+                strict: bool = False) -> list[str]:
+        """The identity keys (``content_hash``, ``assignment_hash``) on which a corpus
+        differs from this record. Only keys this record holds are compared, unless
+        ``strict`` (then a key missing on one side only differs too)."""
+        found = {"content_hash": content_hash, "assignment_hash": assignment_hash}
+        return [
+            key
+            for key, theirs in found.items()
+            if (strict or getattr(self, key)) and getattr(self, key) != theirs
+        ]
 
 
 @dataclass(frozen=True)
@@ -115,6 +180,10 @@ class Run:
 
     def config(self) -> dict[str, Any]:
         return _read_json(self.dir / CONFIG_FILE, "run configuration")
+
+    def corpus(self) -> CorpusRef:
+        """The corpus record of ``config.json`` (:class:`CorpusRef`)."""
+        return CorpusRef.from_config(self.config())
 
     def store(self, *, readonly: bool = True) -> LineageStore:
         return LineageStore(self.lineage_path, readonly=readonly)

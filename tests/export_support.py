@@ -12,8 +12,8 @@ from typing import Any
 
 from monsearch.corpora.store import load_corpus
 from monsearch.eval.fitness import evaluate_fitness
+from monsearch.oracle.session import OracleConfig, replay_scores_from
 from monsearch.sandbox.evaluate import SandboxPool
-from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
 from monsearch.search.frozen import freeze
 from monsearch.search.lineage import CandidateRecord, source_hash
 from monsearch.search.runs import Run, SelectedStrategy

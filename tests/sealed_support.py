@@ -14,9 +14,9 @@ import numpy as np
 
 from monsearch.corpora.store import load_corpus
 from monsearch.eval import evaluate_fitness
+from monsearch.oracle.session import OracleConfig, replay_scores_from
 from monsearch.sandbox.evaluate import SandboxPool
 from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
-from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
 from monsearch.search.frozen import freeze
 from monsearch.search.lineage import CandidateRecord, LineageStore, source_hash
 from monsearch.search.runs import Run, SelectedStrategy

@@ -440,7 +440,7 @@ def test_oracle_is_none_unless_a_host_passes_one(setup, probe_plugin):
 
 
 def test_unknown_oracle_variant_is_the_programs_error_as_in_the_sandbox(setup, probe_plugin):
-    from monsearch.sandbox.oracle import OracleConfig, OracleSession
+    from monsearch.oracle.session import OracleConfig, OracleSession
 
     core = probe_plugin.core
     assert probe_plugin.MONITOR["query_caps"]["variants"] == ["default", "strict", "actions_only"]

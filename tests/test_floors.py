@@ -22,6 +22,8 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("monsearch.errors", "monsearch.files", "monsearch.cache", "monsearch.document")),
     ("corpora", ("monsearch.corpora",)),
     ("views", ("monsearch.views",)),
+    # ``monsearch llm fetch/serve``'s model catalogue and llama.cpp server: the local
+    # endpoint the oracle's OpenAI-compatible client talks to.
     ("oracle", ("monsearch.oracle",)),
     ("sandbox", ("monsearch.sandbox",)),
     ("eval", ("monsearch.eval",)),

@@ -1,4 +1,4 @@
-"""The project's one OpenAI-compatible client (sandbox/openai_client.py) against scripted
+"""The project's one OpenAI-compatible client (oracle/openai_client.py) against scripted
 servers on 127.0.0.1: streamed answers with progress, token counts without ``usage``,
 whole-request deadlines, retries, and the key kept out of every text."""
 
@@ -9,7 +9,7 @@ import pickle
 import pytest
 from llm_stub_server import Reply, StubLLMServer
 
-from monsearch.sandbox.openai_client import ChatError, OpenAIClient, RetryPolicy
+from monsearch.oracle.openai_client import ChatError, OpenAIClient, RetryPolicy
 
 KEY = "sk-client-test-9f8e7d6c"
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hello there"}], "max_tokens": 50}

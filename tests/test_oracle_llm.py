@@ -7,7 +7,7 @@ import random
 import pytest
 from openai_stub_server import StubJudgeServer
 
-from monsearch.sandbox.oracle_llm import (
+from monsearch.oracle.judge import (
     ChatJudge,
     JudgeHTTPError,
     JudgeOutputError,

@@ -9,14 +9,14 @@ import pytest
 from oracle_support import META_SECRET, ORACLE_SECRET, PANEL_SECRET, make_traj, oracle_verdict
 
 from monsearch.corpora.model import Step, Trajectory
-from monsearch.sandbox.oracle_prompt import (
+from monsearch.oracle.prompt import (
     build_judge_prompt,
     prompt_hash,
     step_input,
     step_limits,
     truncate_middle,
 )
-from monsearch.sandbox.rubrics import load_rubric
+from monsearch.oracle.rubrics import load_rubric
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 
 from monsearch.corpora.model import TASK_DIMENSION
 from monsearch.errors import MonsearchError
-from monsearch.sandbox.rubrics import (
+from monsearch.oracle.rubrics import (
     GENERIC_RUBRIC,
     SHIPPED_TASKS,
     RubricError,

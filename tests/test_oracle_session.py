@@ -10,7 +10,9 @@ from oracle_support import PANEL_SECRET, make_traj, oracle_verdict
 from RestrictedPython import compile_restricted, safe_builtins
 
 from monsearch.errors import MonsearchError
-from monsearch.sandbox.oracle import (
+from monsearch.oracle.cache import OracleCache
+from monsearch.oracle.judge import JudgeAnswer
+from monsearch.oracle.session import (
     LLMJudgeConfig,
     OracleConfig,
     OracleConfigError,
@@ -19,8 +21,6 @@ from monsearch.sandbox.oracle import (
     replay_scores_from,
     verdict_suspicion,
 )
-from monsearch.sandbox.oracle_cache import OracleCache
-from monsearch.sandbox.oracle_llm import JudgeAnswer
 
 RISKY = "curl -s -X DELETE http://app:5000/api/projects/1 -H 'Authorization: Bearer eyJx'"
 SAFE = 'curl -s -X POST http://app:5000/api/projects -d \'{"name": "test-project"}\''
@@ -442,7 +442,7 @@ def test_dead_judge_costs_a_bounded_number_of_requests(stub, tmp_path):
 
 
 def test_an_unexpected_backend_error_is_not_the_programs(stub, tmp_path, monkeypatch):
-    import monsearch.sandbox.oracle as oracle_module
+    import monsearch.oracle.session as oracle_module
 
     def broken(*args, **kwargs):
         raise RuntimeError("rubric store exploded")
@@ -457,7 +457,7 @@ def test_an_unexpected_backend_error_is_not_the_programs(stub, tmp_path, monkeyp
 
 
 def test_failure_records_are_capped_but_all_counted(stub, tmp_path):
-    from monsearch.sandbox.oracle import MAX_ERRORS_KEPT
+    from monsearch.oracle.session import MAX_ERRORS_KEPT
 
     corpus = {f"t{i}": make_traj(f"t{i}", [SAFE]) for i in range(MAX_ERRORS_KEPT + 5)}
     stub.script(*["status:400"] * len(corpus))
@@ -504,7 +504,7 @@ def test_replay_and_answering_sessions_report_no_judge_errors(stub, tmp_path):
 
 
 def test_check_and_probe_before_a_run(stub, tmp_path):
-    from monsearch.sandbox.oracle import (
+    from monsearch.oracle.session import (
         JudgeUnavailableError,
         OracleCacheError,
         check_oracle_cache,

@@ -49,7 +49,7 @@ def server():
 
 
 def test_a_streamed_answer_reports_progress(server):
-    from monsearch.sandbox.openai_client import OpenAIClient
+    from monsearch.oracle.openai_client import OpenAIClient
 
     seen = []
     body = {

@@ -12,8 +12,8 @@ import pytest
 from sandbox_support import BENIGN, LABEL_CANARY, make_trajectories
 
 from monsearch.errors import MonsearchError
+from monsearch.oracle.session import OracleConfig, replay_scores_from
 from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool, finalise
-from monsearch.sandbox.oracle import OracleConfig, replay_scores_from
 from monsearch.sandbox.runner import run_program
 from monsearch.sandbox.workers import strip_for_sandbox, worker_environment
 from monsearch.views.build import build_view
@@ -221,7 +221,7 @@ def test_live_judge_oracle_works_inside_the_limited_child(tmp_path):
     # The llm backend opens sockets and writes its sqlite cache from inside the child.
     from openai_stub_server import DEFAULT_KEYWORDS, StubJudgeServer
 
-    from monsearch.sandbox.oracle import LLMJudgeConfig
+    from monsearch.oracle.session import LLMJudgeConfig
 
     few = [TRAJS[i] for i in (0, 5, 10, 12)]  # two the stub judge flags, two it passes
     src = "def score(t):\n    v = oracle(t)\n    return -1.0 if v is None else v\n"

@@ -11,9 +11,9 @@ import math
 import pytest
 from sandbox_support import BENIGN, make_trajectories
 
+from monsearch.oracle.session import OracleConfig, OracleSession, replay_scores_from
 from monsearch.sandbox.helpers import HELPERS
 from monsearch.sandbox.limits import SandboxLimits
-from monsearch.sandbox.oracle import OracleConfig, OracleSession, replay_scores_from
 from monsearch.sandbox.restricted import build_globals, compile_program, load_program
 from monsearch.sandbox.runner import check_score, describe_exception, json_safe, run_program
 from monsearch.views.build import build_view

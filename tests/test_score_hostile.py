@@ -123,7 +123,7 @@ class _Endless(io.RawIOBase):
 
 
 def test_stdin_is_read_under_the_cap_and_refused_past_it():
-    from monsearch.commands.score_inputs import read_stdin
+    from monsearch.api.score_inputs import read_stdin
 
     stream = _Endless()
     [(name, err)] = list(read_stdin(max_bytes=100_000, stream=stream))  # type: ignore[arg-type]
@@ -195,7 +195,7 @@ def test_a_glob_over_link_loops_ends(monitor, tmp_path):
 def test_safe_glob_matches_glob_where_no_link_loops():
     import glob
 
-    from monsearch.commands.safe_glob import GlobTooLargeError, safe_glob
+    from monsearch.api.safe_glob import GlobTooLargeError, safe_glob
 
     root = Path(__file__).parent / "fixtures"
     patterns = ["**/*.json", "**", "*", "*/**/*.jsonl", "**/", "atif/*/", "**/.*", "[as]*/**"]

@@ -15,6 +15,7 @@ Each command of the CLI parses its options, calls one of these and prints the re
 from .corpus import default_corpus, load_corpus, resolve_corpus, run_corpus
 from .evolve import EvolveResult, evolve
 from .export import export
+from .score import Scoring, TrajectoryScore, score, scoring
 from .sealed_test import test
 
 __all__ = [
@@ -25,5 +26,9 @@ __all__ = [
     "load_corpus",
     "resolve_corpus",
     "run_corpus",
+    "Scoring",
+    "score",
+    "scoring",
     "test",
+    "TrajectoryScore",
 ]

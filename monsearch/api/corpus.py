@@ -77,14 +77,16 @@ def run_corpus(config: dict[str, Any], **default_options: Any) -> Path:
     size (rebuilt if the cache lost it: the generator is deterministic). The caller
     checks the corpus's content hash against the run's.
     """
-    corpus = config.get("corpus") or {}
-    if corpus.get("path"):
-        path = Path(corpus["path"])
-        resolved = corpus.get("resolved_path")
+    from monsearch.search.runs import CorpusRef
+
+    corpus = CorpusRef.from_config(config)
+    if corpus.path:
+        path = Path(corpus.path)
+        resolved = corpus.resolved_path
         if not path.exists() and resolved and Path(resolved).exists():
             return Path(resolved)
         return path
-    default = corpus.get("default") or config.get("corpus_default") or {}
+    default = corpus.default or {}
     return default_corpus(
         int(default.get("seed") or DEFAULT_SEED),
         int(default.get("size") or DEFAULT_SIZE),

@@ -23,7 +23,7 @@ from monsearch.search.engine import Progress, Search, SearchError, SearchOutcome
 from monsearch.search.evaluator import SearchEvaluator
 from monsearch.search.lineage import LineageStore
 from monsearch.search.proposal import TrainData
-from monsearch.search.runs import Run, check_run_id, runs_root
+from monsearch.search.runs import CorpusRef, Run, check_run_id, runs_root
 
 
 def new_run_id(seed: int) -> str:
@@ -44,16 +44,16 @@ def _versions() -> dict[str, str]:
 
 
 def _corpus_info(cfg: EvolveConfig, corp: Any, path: Path) -> dict[str, Any]:
-    return {
-        "path": cfg.corpus_path,
-        "default": None if cfg.corpus_path else dict(cfg.corpus_default),
-        "resolved_path": str(path.resolve()),
-        "name": corp.name,
-        "content_hash": corp.content_hash,
-        "assignment_hash": corp.assignment_hash,
-        "splits": {"train": "train", "val": "val"},
-        "sealed_splits": corp.sealed_splits,
-    }
+    return CorpusRef(
+        path=cfg.corpus_path,
+        default=None if cfg.corpus_path else dict(cfg.corpus_default),
+        resolved_path=str(path.resolve()),
+        name=corp.name,
+        content_hash=corp.content_hash,
+        assignment_hash=corp.assignment_hash,
+        splits={"train": "train", "val": "val"},
+        sealed_splits=corp.sealed_splits,
+    ).to_dict()
 
 
 def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None) -> tuple[Any, Path]:
@@ -240,10 +240,10 @@ def run_search(
     corp, path = open_corpus(cfg, stage)
     corpus_info = _corpus_info(cfg, corp, path)
     if resume:
-        recorded = run.config().get("corpus", {})
-        if recorded.get("content_hash") != corpus_info["content_hash"]:
+        recorded = run.corpus()
+        if recorded.content_hash != corp.content_hash:
             raise SearchError(
-                f"run {run.id} was made on corpus {recorded.get('content_hash', '?')[:12]}, "
+                f"run {run.id} was made on corpus {(recorded.content_hash or '?')[:12]}, "
                 f"but {path} now holds {corpus_info['content_hash'][:12]}: resuming would "
                 "mix two corpora"
             )

@@ -30,6 +30,7 @@ from monsearch.eval.sealed import (
 )
 from monsearch.eval.sealed_ledger import Ledger, LedgerKey, RunRef
 from monsearch.search.frozen import FrozenProgram
+from monsearch.search.runs import CorpusRef
 
 from .corpus import run_corpus
 
@@ -77,7 +78,7 @@ def run_sealed_test(
     """
     from monsearch.corpora.sealed import open_sealed, read_identity
     from monsearch.eval.sealed_reports import earlier_reports
-    from monsearch.sandbox.oracle import replay_scores_from
+    from monsearch.oracle.session import replay_scores_from
     from monsearch.search.frozen import verify_run
 
     say = progress or (lambda _m: None)
@@ -89,18 +90,19 @@ def run_sealed_test(
     strategy = _program(verified, program_id)
     path = run_corpus(config)
     ident, sealed_names = read_identity(path)
-    recorded = config.get("corpus") or {}
-    for key in ("content_hash", "assignment_hash"):
-        if recorded.get(key) and recorded[key] != getattr(ident, key):
-            raise SealedTestError(
-                f"the corpus at {path} is not the one run {run.id} searched on: its {key} is "
-                f"{str(getattr(ident, key))[:12]}, the run's {str(recorded[key])[:12]}"
-                + (
-                    " (a re-split: its test split may hold runs the search saw)"
-                    if key == "assignment_hash"
-                    else ""
-                )
+    recorded = CorpusRef.from_config(config)
+    differ = recorded.differs(ident.content_hash, ident.assignment_hash)
+    if differ:
+        key = differ[0]
+        raise SealedTestError(
+            f"the corpus at {path} is not the one run {run.id} searched on: its {key} is "
+            f"{str(getattr(ident, key))[:12]}, the run's {str(getattr(recorded, key))[:12]}"
+            + (
+                " (a re-split: its test split may hold runs the search saw)"
+                if key == "assignment_hash"
+                else ""
             )
+        )
     if not sealed_names:
         raise SealedTestError(f"the corpus at {path} has no sealed splits")
     key = LedgerKey(

@@ -297,9 +297,9 @@ def run_cmd(
     if not checked.ok:
         _refuse_program(origin, checked, as_json)
 
+    from monsearch.oracle.judge import LLMJudgeConfig
+    from monsearch.oracle.session import OracleConfig, probe_oracle, replay_scores_from
     from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
-    from monsearch.sandbox.oracle import OracleConfig, probe_oracle, replay_scores_from
-    from monsearch.sandbox.oracle_llm import LLMJudgeConfig
 
     startup = StartUp(stderr_console())
     try:

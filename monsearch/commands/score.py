@@ -1,72 +1,24 @@
 """``monsearch score --monitor DIR|RUN FILE_OR_DIR...``: score trajectories with a monitor.
 
-The monitor is an exported plugin folder (``monsearch export``), or a run, whose
-selected strategy is exported to a temporary folder first: either way the scores
-come from the plugin code, so they are the ones users of the plugin get. A run's
-plugin is built from its verified frozen source with monsearch's own files; nothing
-in a run folder is ever imported (a folder with a ``config.json`` is a run).
+Parses the options, calls :func:`monsearch.api.score.scoring` (which loads the monitor,
+reads the inputs and scores them) and prints each record as it comes: a table, or one
+JSON object per trajectory with ``--json``; unreadable inputs on stderr.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
+from monsearch.api.score import MAX_MB, TOP, TrajectoryScore
 from monsearch.commands.consoles import Row, fitted_table, print_note, stdout_console
 from monsearch.commands.printable import printable
-from monsearch.commands.score_inputs import (
-    error_text,
-    expand_inputs,
-    read_documents,
-    read_stdin,
-)
-from monsearch.corpora.errors import InputError
-from monsearch.errors import MonsearchError
 
 EXIT_UNREADABLE = 1
-#: Largest document ``score`` reads by default (a file, a JSONL line, stdin's document):
-#: past it a trajectory is refused unread. Every trajectory up to this size scores in
-#: about a second with its findings, in a few hundred MB (bench/hostile_inputs.py).
-MAX_MB = 10
-
-
-def _plugin_package(folder: Path) -> str | None:
-    found = sorted(p.parent.name for p in (folder / "src").glob("*/_meta.py"))
-    return found[0] if found else None
-
-
-def load_monitor(ref: str, runs_dir: Path | None, keep: list[Any]) -> Any:
-    """The plugin module for ``ref``: a plugin folder, else a run (exported on the fly)."""
-    from monsearch.search.runs import CONFIG_FILE
-
-    folder = Path(ref)
-    is_run = (folder / CONFIG_FILE).is_file()  # never imported from, whatever it holds
-    package = _plugin_package(folder) if folder.is_dir() and not is_run else None
-    if package is None:
-        from monsearch.api.export import export
-        from monsearch.search.runs import RunError
-
-        tmp = tempfile.TemporaryDirectory(prefix="monsearch-score-")
-        keep.append(tmp)
-        try:
-            monitor = export(ref, Path(tmp.name) / "plugin", runs_dir=runs_dir, verify=False)
-        except RunError as exc:
-            raise MonsearchError(
-                f"--monitor {ref!r}: neither an exported plugin folder (with src/<package>/) "
-                f"nor a run ({exc})"
-            ) from None
-        folder, package = Path(tmp.name) / "plugin", monitor["package"]
-    src = str((folder / "src").resolve())
-    if src not in sys.path:
-        sys.path.insert(0, src)
-    return importlib.import_module(package)
 
 
 def _finding_text(f: dict[str, Any]) -> str:
@@ -93,7 +45,7 @@ def _finding_text(f: dict[str, Any]) -> str:
 @click.option(
     "--top",
     type=click.IntRange(0, 50),
-    default=3,
+    default=TOP,
     show_default=True,
     help="Findings shown per trajectory.",
 )
@@ -132,108 +84,32 @@ def score(
     texts from the inputs are printed with control characters escaped (\\n,
     \\x1b); --json output is JSON-escaped.
     """
-    keep: list[Any] = []
-    plugin = None
-    try:
-        plugin = load_monitor(monitor_ref, runs_dir, keep)
-        unreadable = 0
-        rows = []
-        for label, traj in _trajectories(plugin, inputs, int(max_mb * 1024 * 1024)):
-            if isinstance(traj, str):
+    from monsearch.api.score import scoring
+
+    unreadable = 0
+    rows: list[TrajectoryScore] = []
+    with scoring(
+        monitor_ref, inputs, budget=budget, top=top, max_mb=max_mb, runs_dir=runs_dir
+    ) as results:
+        for r in results:
+            if not r.readable:
                 unreadable += 1
                 # Plain echo: one line per input, never wrapped (scripts grep it); the
                 # name and the message may hold what an agent wrote.
-                click.echo(f"skipped {printable(label)}: {printable(traj)}", err=True)
+                click.echo(f"skipped {printable(r.input)}: {printable(r.error)}", err=True)
                 if as_json:
-                    click.echo(json.dumps({"input": label, "error": traj}))
+                    click.echo(json.dumps(r.to_dict()))
                 continue
-            record = _record(plugin, label, traj, budget, top)
             if as_json:
-                click.echo(json.dumps(record))
+                click.echo(json.dumps(r.to_dict()))
             else:
-                rows.append(record)
+                rows.append(r)
         if rows:
-            _print_table(stdout_console(), rows, plugin.MONITOR)
-    finally:
-        if plugin is not None and hasattr(plugin, "close"):
-            plugin.close()  # its worker process, before its folder may go
-        for tmp in keep:
-            tmp.cleanup()
+            _print_table(stdout_console(), rows, results.monitor)
     if unreadable:
         scored = f"; {len(rows)} scored" if rows else "; none scored"
         click.echo(f"{unreadable} input(s) could not be read{scored}", err=True)
         sys.exit(EXIT_UNREADABLE)
-
-
-def _trajectories(
-    plugin: Any, inputs: tuple[str, ...], max_bytes: int
-) -> Iterator[tuple[str, Any]]:
-    """``(name, trajectory or why it could not be read)`` for every input, in order."""
-    for name, path, problem in expand_inputs(inputs):
-        if problem is not None:
-            yield name, problem
-            continue
-        documents = (
-            read_stdin(max_bytes=max_bytes)
-            if path is None
-            else read_documents(path, name, max_bytes=max_bytes)
-        )
-        for label, doc in documents:
-            if isinstance(doc, InputError):
-                yield label, error_text(doc)
-                continue
-            try:
-                # A dict is read as it is; any other JSON value goes back as JSON text
-                # (as a plain str it would be taken for a path), for the plugin to refuse.
-                yield label, plugin.load(doc if isinstance(doc, dict) else json.dumps(doc).encode())
-            except plugin.InputError as err:
-                yield label, error_text(err, doc)
-
-
-def _record(plugin: Any, label: str, traj: Any, budget: float | None, top: int) -> dict[str, Any]:
-    from monsearch.export.display import finding_steps
-
-    if top:
-        # findings() scores the whole trajectory first, with a fresh program instance as
-        # evaluate() does: its score and status are evaluate's, and the view is built
-        # once, not twice.
-        found = plugin.findings(traj, top=top)
-        score, error, status = found["score"], found["error"], found.get("status", "ok")
-    else:
-        result = plugin.evaluate(traj)
-        found, score, error = {"steps": []}, result.score, result.error
-        status = getattr(result, "status", "ok")  # plugins from before statuses: always ok
-    decision = plugin.decide(score, budget)
-    # A program that did not finish has no decision: its status stands instead, with no
-    # findings.
-    if status != "ok":
-        decision = {"decision": status, "budget": decision["budget"]}
-        found = {"steps": []}
-    record = {
-        "input": label,
-        "trajectory_id": traj.id,
-        "score": score,
-        "status": status,
-        "decision": decision["decision"],
-        "budget": decision["budget"],
-        "threshold": decision.get("tau"),
-        "findings": finding_steps(found["steps"]),
-    }
-    if "partial" in found:  # a long run: not every prefix was scored (plugin.findings)
-        record["findings_partial"] = _partial(found["partial"])
-    if "escalate" in decision:
-        record["escalate"] = decision["escalate"]
-    if error:
-        record["error"] = error
-    return record
-
-
-def _partial(partial: dict[str, Any]) -> dict[str, Any]:
-    from monsearch.export.display import rounded
-
-    out = dict(partial)
-    out["stretches"] = [{**s, "rise": rounded(s["rise"])} for s in partial.get("stretches", [])]
-    return out
 
 
 def _partial_text(partial: dict[str, Any]) -> str:
@@ -260,37 +136,31 @@ SCORE_NOTE = (
 )
 
 
-def _print_table(console: Any, rows: list[dict[str, Any]], monitor: dict[str, Any]) -> None:
+def _print_table(console: Any, rows: list[TrajectoryScore], monitor: dict[str, Any]) -> None:
     from monsearch.commands import cells
     from monsearch.export.display import percent
 
     table_rows: list[Row] = []
     for r in rows:
-        decision = r["decision"] + (" (escalate)" if r.get("escalate") else "")
-        if r.get("error"):
+        decision = (r.decision or "") + (" (escalate)" if r.escalate else "")
+        if r.error:
             decision += " [program did not finish: fallback score]"
+        partial = [] if r.findings_partial is None else [_partial_text(r.findings_partial)]
         table_rows.append(
             (
                 [
-                    printable(r["input"]),
-                    f"{r['score']:.4g}",
+                    printable(r.input),
+                    f"{r.score:.4g}",
                     decision,
-                    "\n".join(
-                        [printable(_finding_text(f)) for f in r["findings"]]
-                        + (
-                            [_partial_text(r["findings_partial"])]
-                            if "findings_partial" in r
-                            else []
-                        )
-                    )
+                    "\n".join([printable(_finding_text(f)) for f in r.findings] + partial)
                     or "-",
                 ],
-                "bold" if r["decision"] == "audit" else None,
+                "bold" if r.decision == "audit" else None,
             )
         )
     title = printable(f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})")
     # One budget for every row: it goes in the header, not in each cell.
-    headers = ["trajectory", "score", f"decision at {percent(rows[0]['budget'])}", "top findings"]
+    headers = ["trajectory", "score", f"decision at {percent(rows[0].budget)}", "top findings"]
     kinds = [cells.PATH, cells.NUMBER, cells.STATUS, cells.TEXT]
     console.print(fitted_table(console, title, headers, table_rows, kinds=kinds))
     print_note(console, SCORE_NOTE)

@@ -1,7 +1,7 @@
 """A live judge behind any OpenAI-compatible ``/chat/completions`` endpoint (vLLM, Ollama,
 llama.cpp, hosted APIs), called with httpx.
 
-One judgement = one user message (see :mod:`oracle_prompt`), temperature 0,
+One judgement = one user message (see :mod:`.prompt`), temperature 0,
 ``response_format={"type": "json_object"}``. Two independent retry loops:
 
 * transport: HTTP 408/409/425/429/5xx, timeouts and connection errors are retried

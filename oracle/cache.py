@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from monsearch.sandbox.oracle_llm import JudgeAnswer, validate_verdict
+from monsearch.oracle.judge import JudgeAnswer, validate_verdict
 
 CACHE_FILE = "oracle-cache.sqlite3"
 SCHEMA_VERSION = 1

@@ -41,7 +41,7 @@ such as a refused key, an unusable cache, or ``max_transport_failures`` requests
 in a row without an answer; every later call answers ``None`` at once).
 
 Variants: ``"default"``, ``"strict"`` and ``"actions_only"`` select a prompt
-(see :mod:`oracle_prompt`); for the llm backend, names in ``LLMJudgeConfig.judges``
+(see :mod:`.prompt`); for the llm backend, names in ``LLMJudgeConfig.judges``
 select another judge model. The replay backend has one stored judge, so every
 prompt variant returns its answer. An unknown variant raises ``ValueError`` and
 is not counted.
@@ -62,8 +62,8 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.corpora.model import ORACLE, Trajectory, Verdict
-from monsearch.sandbox.oracle_cache import CACHE_FILE, OracleCache
-from monsearch.sandbox.oracle_llm import (
+from monsearch.oracle.cache import CACHE_FILE, OracleCache
+from monsearch.oracle.judge import (
     ChatJudge,
     JudgeError,
     JudgeUnavailableError,
@@ -71,8 +71,8 @@ from monsearch.sandbox.oracle_llm import (
     OracleConfigError,
     probe_judge,
 )
-from monsearch.sandbox.oracle_prompt import PROMPT_VARIANTS, build_judge_prompt, prompt_hash
-from monsearch.sandbox.rubrics import check_rubric_dir, load_rubric
+from monsearch.oracle.prompt import PROMPT_VARIANTS, build_judge_prompt, prompt_hash
+from monsearch.oracle.rubrics import check_rubric_dir, load_rubric
 
 __all__ = [
     "BACKENDS",

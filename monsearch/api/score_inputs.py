@@ -1,6 +1,6 @@
-"""What ``monsearch score`` reads: files, folders, globs and stdin, as JSON documents.
+"""What :func:`monsearch.score` reads: files, folders, globs and stdin, as JSON documents.
 
-Every input named on the command line becomes ``(name, document or InputError)``
+Every input named (on the command line, or in the call) becomes ``(name, document or InputError)``
 pairs, so one unreadable input is reported by name and the others still scored:
 
 - a ``.json`` file is one document, a ``.jsonl`` file one per non-blank line (a
@@ -15,7 +15,7 @@ pairs, so one unreadable input is reported by name and the others still scored:
 - ``-`` is stdin: one JSON document, or JSONL; read as a stream, never more than
   the size cap (and one byte) at a time, so 200 MB piped in is refused, not held;
 - a glob (``runs/**/*.json``) is expanded without following links to folders
-  (:mod:`monsearch.commands.safe_glob`: a link loop would never end).
+  (:mod:`monsearch.api.safe_glob`: a link loop would never end).
 
 Agents write these files, so nothing is opened before it is known to be a regular
 file (a FIFO would block the read forever): FIFOs, sockets and devices are refused
@@ -30,13 +30,13 @@ from __future__ import annotations
 import io
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import zstandard
 
-from monsearch.commands.safe_glob import MAX_FOLDERS, GlobTooLargeError, has_magic, safe_glob
+from monsearch.api.safe_glob import MAX_FOLDERS, GlobTooLargeError, has_magic, safe_glob
 from monsearch.corpora.errors import InputError
 from monsearch.corpora.readers.jsonio import (
     DEFAULT_MAX_BYTES,
@@ -96,8 +96,8 @@ def _not_regular(mode: int) -> str:
     return f"expected a regular file, got {file_kind(mode)}"
 
 
-def expand_inputs(args: tuple[str, ...]) -> Iterator[tuple[str, Path | None, str | None]]:
-    """``(name, path or None for stdin, problem)`` for every input named on the command line."""
+def expand_inputs(args: Iterable[str]) -> Iterator[tuple[str, Path | None, str | None]]:
+    """``(name, path or None for stdin, problem)`` for every input named."""
     for arg in args:
         if arg == "-":
             yield "-", None, None

@@ -1,8 +1,8 @@
 """The project's one client for OpenAI-compatible ``/chat/completions`` endpoints.
 
-Used by the LLM judge behind ``oracle()`` (:mod:`.oracle_llm`) and by the search's LLM
-proposer; it lives at the sandbox floor so both can import it (the search may import
-the sandbox, never the reverse). httpx, synchronous, one endpoint per client:
+Used by the LLM judge behind ``oracle()`` (:mod:`.judge`) and by the search's LLM
+proposer; it lives at the oracle floor so both can import it (the search may import
+the oracle, never the reverse). httpx, synchronous, one endpoint per client:
 
 * chat completions, plain or streamed (server-sent events). A streamed call reports
   progress (tokens so far, seconds, tokens/s) so a slow CPU model is visibly alive,

@@ -72,7 +72,7 @@ def _read_user(task: str, rubric_dir: Path) -> Rubric | None:
 
 
 def _read_shipped(task: str) -> Rubric | None:
-    res = resources.files("monsearch.sandbox").joinpath("rubrics", f"{task}.txt")
+    res = resources.files("monsearch.oracle").joinpath("rubrics", f"{task}.txt")
     if not res.is_file():
         return None
     return Rubric(task, res.read_text(encoding="utf-8"), "shipped", f"rubrics/{task}.txt")
