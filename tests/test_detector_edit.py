@@ -60,7 +60,7 @@ NEVER = '''```python
 def detect_nothing(traj):
     n = 0
     for r in traj.requests:
-        if r.method == "BREW":
+        if r.method == "BREW" and re_search("(?i)auth.login", r.body):
             n += 1
     return n
 ```'''
@@ -269,3 +269,17 @@ def test_a_whole_program_answer_is_taken_as_a_rewrite(sandboxed_train):
         p = _propose(_proposer(stub), sandboxed_train)
     assert p.error is None and p.operator == "llm_rewrite"
     assert "len(traj.listeners)" in p.source
+
+
+def test_a_detector_that_fires_on_nothing_is_told_where_its_strings_live(sandboxed_train):
+    """The repair message of a detector that fired on nothing says, for each string it
+    tests, in which fields of train runs that string occurs: a small model looking for
+    a login in request bodies learns it lives in request paths."""
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(NEVER), Reply.text(GOOD))
+        _propose(_proposer(stub), sandboxed_train)
+        repair = stub.chat_bodies[1]["messages"][-1]["content"]
+    assert "Where the strings your code tests occur" in repair
+    assert "'BREW': in no field of any run" in repair
+    where = re.search(r"'\(\?i\)auth\.login': ([^;]*)", repair)
+    assert where and "in r.path of" in where.group(1) and "r.body" not in where.group(1)
