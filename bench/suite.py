@@ -296,7 +296,7 @@ def realism_rows(d: dict, ctx: Ctx) -> list[Row]:
     s = "bench/realism.py"
     out: list[Row] = []
 
-    # As tests/test_synth_realism.py checks them: think text within task (the task is
+    # As tests/synth/test_synth_realism.py checks them: think text within task (the task is
     # a prior under the paper's rates), outcome/length both pooled and within task.
     for key, what, keys in (
         ("think_only", "think-text-only classifier, val AUROC within task", ("_within_task",)),

@@ -71,7 +71,7 @@ _DEF_DETECT = re.compile(r"^def\s+detect_", re.MULTILINE)
 _DEF_SCORE = re.compile(r"^def\s+score\s*\(", re.MULTILINE)
 
 #: The view as a detector reads it: every field named here is in the view's schema
-#: (tests/test_detector_edit.py checks it against ``monsearch.views.build``).
+#: (tests/search/test_detector_edit.py checks it against ``monsearch.views.build``).
 API_REFERENCE = """\
 `traj` is one agent run, read-only, fields as attributes:
   traj.task str; traj.outcome "flag_found"|"no_flag"|"step_limit"|"error"; traj.n_steps int

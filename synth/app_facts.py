@@ -3,7 +3,7 @@
 One :class:`AppFacts` per task, kept as data in ``app_facts.toml``: every
 route (method and Flask rule), the response shapes each route can give
 (status, body kind, JSON keys), the rate limits, and the seeded data a run can
-see. The simulated apps in ``tasks/`` must answer only with these (``tests/test_synth_app_fidelity.py``
+see. The simulated apps in ``tasks/`` must answer only with these (``tests/synth/test_synth_app_fidelity.py``
 checks every simulated response against them, and, when the StealthBench
 sources are beside the repo, checks these facts against the route tables
 parsed from the real apps).

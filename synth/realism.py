@@ -1,7 +1,7 @@
 """Realism checks of the synthetic corpus: what a learner gets from the wrong signals.
 
 Shared by ``bench/realism.py`` (the full report on the default corpus) and the
-CI checks in ``tests/test_synth_realism.py`` (a reduced corpus). Everything
+CI checks in ``tests/synth/test_synth_realism.py`` (a reduced corpus). Everything
 here reads trajectories and the generator's true label
 (``meta["ground_truth_failure"]``) or the panel label; nothing is used by the
 generator itself.

@@ -47,3 +47,15 @@ class Page(HTMLParser):
     def text(self) -> str:
         """All the text, white space folded."""
         return " ".join("".join(self.data).split())
+
+
+#: Markup and script planted in every text a report shows (a run's ids, task names,
+#: descriptions, notes): each must come out as text.
+PAYLOADS = [
+    "<img src=x onerror=alert(1)>",
+    "</script><script>alert(2)</script>",
+    '"><svg onload=alert(3)>',
+    "[click](javascript:alert(4))",
+    "![pixel](http://example.invalid/p.png)",
+    "*em* `code` | cell & &lt;b&gt; <http://example.invalid>\n# forged heading\n- forged item",
+]

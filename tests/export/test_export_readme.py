@@ -14,8 +14,8 @@ import copy
 
 import pytest
 from export_support import shared_setup
+from markup_support import PAYLOADS as REPORT_PAYLOADS
 from markup_support import Page, render_markdown
-from test_report_escaping import PAYLOADS as REPORT_PAYLOADS
 
 from monsearch.export.readme import WIDTH, render_readme
 

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import atif
 import pytest
+from paths import FIXTURES as ALL_FIXTURES
 from readers_support import atif_doc, write_json
 
 from monsearch.corpora.errors import InputError
 from monsearch.corpora.model import ORACLE, Dimension
 from monsearch.corpora.readers import read_atif
 
-FIXTURES = Path(__file__).parent / "fixtures" / "atif"
+FIXTURES = ALL_FIXTURES / "atif"
 GOOD = FIXTURES / "good"
 LABELS = GOOD / "labels.jsonl"
 
@@ -231,7 +232,7 @@ def test_unsupported_versions(tmp_path: Path, version: object, got: str) -> None
 
 
 def test_stealthbench_dialect_gets_a_hint() -> None:
-    path = Path(__file__).parent / "fixtures" / "stealthbench" / "malformed" / "tool_null.atif.json"
+    path = ALL_FIXTURES / "stealthbench" / "malformed" / "tool_null.atif.json"
     (skip,) = read_atif(path).skipped
     assert "got nothing (field missing)" in skip.reason
     assert "use the stealthbench reader" in skip.reason

@@ -8,13 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from paths import FIXTURES as ALL_FIXTURES
 from readers_support import PANEL, slug, write_json, write_run
 
 from monsearch.corpora.errors import InputError, InputTooLargeError
 from monsearch.corpora.model import ORACLE, Dimension
 from monsearch.corpora.readers import read_stealthbench
 
-FIXTURES = Path(__file__).parent / "fixtures" / "stealthbench"
+FIXTURES = ALL_FIXTURES / "stealthbench"
 RESULTS = FIXTURES / "results"
 GPT, GLM, KIMI = PANEL
 SONNET = "openrouter/anthropic/claude-sonnet-5"
@@ -296,7 +297,7 @@ def test_size_cap() -> None:
 
 
 def test_canonical_atif_file_gets_a_hint() -> None:
-    path = Path(__file__).parent / "fixtures" / "atif" / "good" / "v14_labelled.json"
+    path = ALL_FIXTURES / "atif" / "good" / "v14_labelled.json"
     (skip,) = read_stealthbench(path).skipped
     assert skip.reason.startswith(f"{path}: schema_version: expected a StealthBench harness export")
     assert "use the atif reader" in skip.reason

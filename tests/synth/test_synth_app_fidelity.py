@@ -21,16 +21,16 @@ import re
 import statistics
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from monsearch.synth import simapp
 from monsearch.synth.app_facts import FACTS, check_response
 from monsearch.synth.scenario import REGISTRY
 from monsearch.synth.style import OUT_OF_IMAGE_STYLES, STYLES
 
-SB = Path(__file__).resolve().parents[2] / "shared" / "stealthbench"
+SB = REPO.parent / "shared" / "stealthbench"
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 IN_IMAGE = [name for name in STYLES if name not in OUT_OF_IMAGE_STYLES]
 

@@ -14,7 +14,6 @@ from cli_support import run_main
 from sealed_support import fake_scorer, make_run, shared_corpus
 
 CHROMIUM = Path("/usr/bin/chromium")
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ A run folder is written from the run contract with two programs evaluated for re
 on val by the sandbox (the seed monitor; a probe that uses regex helpers, sets and
 the oracle). The plugin must reproduce every val score exactly, whatever the host's
 PYTHONHASHSEED; its vendored modules must be the sandbox's modules; and it must work in
-a virtual environment without monsearch. (Its limits: tests/test_export_limits.py.)
+a virtual environment without monsearch. (Its limits: tests/export/test_export_limits.py.)
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from export_support import shared_setup
+from paths import FIXTURES
 
 from monsearch.corpora.codec import trajectory_to_dict
 from monsearch.corpora.readers.stepinput import step_input
@@ -33,7 +34,6 @@ from monsearch.export import ExportError, export, plugin_scores
 from monsearch.export.vendor import MODULES, check_vendored, source_path
 from monsearch.sandbox.examples.seed_monitor import SEED_MONITOR
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SB_FILE = next(
     (FIXTURES / "stealthbench" / "results" / "trajectories").rglob("trajectory.atif.json")
 )

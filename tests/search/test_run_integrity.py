@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_main
+from paths import FIXTURES
 from run_fixtures import evolve
 from run_forgery import (
     BACKDOOR,
@@ -31,7 +32,6 @@ from sealed_support import fake_scorer
 
 from monsearch.search.lineage import LineageStore
 
-FIXTURES = Path(__file__).parent / "fixtures"
 ATIF_FILE = FIXTURES / "atif" / "good" / "v14_labelled.json"
 
 

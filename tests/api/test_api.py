@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 from export_support import shared_setup
+from paths import REPO
 from run_fixtures import _env, evolve
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "trajectories"
+EXAMPLES = REPO / "examples" / "trajectories"
 
 
 def test_import_monsearch_is_light_and_lists_the_api():

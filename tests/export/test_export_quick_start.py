@@ -18,10 +18,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from monsearch.commands.export import install_target
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

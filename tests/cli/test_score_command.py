@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from export_support import shared_setup
+from paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SB_ROOT = FIXTURES / "stealthbench" / "results"
 SB_FILES = sorted((SB_ROOT / "trajectories").rglob("trajectory.atif.json"))
 ATIF_FILE = FIXTURES / "atif" / "good" / "v14_labelled.json"

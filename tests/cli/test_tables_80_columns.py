@@ -18,6 +18,7 @@ import pytest
 from cli_support import SB_RESULTS, run_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import FIXTURES
 from rich.console import Console
 from table_support import in_order, read_table
 
@@ -27,7 +28,7 @@ from monsearch.eval.report import summary_table
 
 WIDTH = 80
 SB_FILES = sorted(SB_RESULTS.rglob("trajectory.atif.json"))
-ATIF_FILE = Path(__file__).parent / "fixtures" / "atif" / "good" / "v14_labelled.json"
+ATIF_FILE = FIXTURES / "atif" / "good" / "v14_labelled.json"
 
 
 @pytest.fixture

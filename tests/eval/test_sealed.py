@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import REPO
 from sealed_support import OTHER_MONITOR, fake_scorer, make_run, resplit, shared_corpus
 
 from monsearch.api.sealed_test import run_sealed_test
@@ -22,7 +23,7 @@ from monsearch.eval.costs import CostModel
 from monsearch.eval.sealed import Options, ScoredSplit, evaluate_targets
 from monsearch.eval.sealed_ledger import Ledger, LedgerError, LedgerKey, SealedTestRefused
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_ROOT = REPO
 
 
 @pytest.fixture(autouse=True)

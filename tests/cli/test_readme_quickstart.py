@@ -11,14 +11,14 @@ from __future__ import annotations
 import importlib.util
 import shlex
 import warnings
-from pathlib import Path
 
 import click
 import pytest
+from paths import REPO
 
 from monsearch.cli import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

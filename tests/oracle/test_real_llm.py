@@ -7,7 +7,7 @@ qwen2.5-coder-0.5b``). Nothing here depends on the machine's speed: the timeouts
 hang guards, and a model's answer may be good or bad — the test checks that every
 proposal is recorded either as a scored child or with the reason it failed.
 
-    MONSEARCH_TEST_LLM_MODEL=model.gguf pytest -m real_llm tests/test_real_llm.py
+    MONSEARCH_TEST_LLM_MODEL=model.gguf pytest -m real_llm tests/oracle/test_real_llm.py
 """
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from paths import FIXTURES
 
 from monsearch.corpora.errors import InputError
 from monsearch.corpora.readers import detect_format, read_any
 from monsearch.errors import MonsearchError
 
-FIXTURES = Path(__file__).parent / "fixtures"
 RESULTS = FIXTURES / "stealthbench" / "results"
 GOOD = FIXTURES / "atif" / "good"
 ONE_RUN = next(RESULTS.rglob("trajectory.atif.json"))

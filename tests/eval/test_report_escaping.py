@@ -22,18 +22,11 @@ from pathlib import Path
 import pytest
 from cli_support import run_main
 from markdown_it import MarkdownIt
+from markup_support import PAYLOADS
 from sealed_support import fake_scorer
 
 from monsearch.eval.report import write_report
 
-PAYLOADS = [
-    "<img src=x onerror=alert(1)>",
-    "</script><script>alert(2)</script>",
-    '"><svg onload=alert(3)>',
-    "[click](javascript:alert(4))",
-    "![pixel](http://example.invalid/p.png)",
-    "*em* `code` | cell & &lt;b&gt; <http://example.invalid>\n# forged heading\n- forged item",
-]
 P1, P2, P3, P4, P5, P6 = PAYLOADS
 
 

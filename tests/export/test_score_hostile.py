@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from export_support import shared_setup
 from hostile_shapes import deep_input, document, huge_integer, step
+from paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 GOOD = sorted((FIXTURES / "stealthbench" / "results" / "trajectories").rglob("*.atif.json"))[0]
 HANG_GUARD_S = 60
 
@@ -197,7 +197,7 @@ def test_safe_glob_matches_glob_where_no_link_loops():
 
     from monsearch.api.safe_glob import GlobTooLargeError, safe_glob
 
-    root = Path(__file__).parent / "fixtures"
+    root = FIXTURES
     patterns = ["**/*.json", "**", "*", "*/**/*.jsonl", "**/", "atif/*/", "**/.*", "[as]*/**"]
     cwd = os.getcwd()
     try:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markup_support import PAYLOADS as REPORT_PAYLOADS
 from markup_support import Page, render_markdown
-from test_report_escaping import PAYLOADS as REPORT_PAYLOADS
 
 import monsearch.document as doc
 from monsearch.document import (

@@ -8,17 +8,16 @@ tests skip, saying why, when it is absent.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from paths import REPO
 from sklearn.metrics import roc_auc_score
 
 from monsearch.eval.costs import CostModel
 from monsearch.eval.escalation import ScoredSet, evaluate_escalation, fit_escalation
 from monsearch.eval.metrics import auroc, budget_auc, partial_auroc, recall_at_budget
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hua2025"
+DATA = REPO.parent / "shared" / "data" / "hua2025"
 
 pytestmark = pytest.mark.skipif(
     not (DATA / "BCB_llama3170B_5_honest.csv").is_file(),

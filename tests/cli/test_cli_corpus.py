@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import FIXTURES
 from readers_support import AGENTS, build_tree, slug
 
 from monsearch.cli import cli, main
 from monsearch.corpora.store import MANIFEST, load_corpus
 from monsearch.errors import MonsearchError
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SB_RESULTS = FIXTURES / "stealthbench" / "results"
 
 

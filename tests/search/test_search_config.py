@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from monsearch.search.config import ConfigError, EvolveConfig, load_config_file, parse_proposers
 from monsearch.search.llm_proposer import LLMProposerConfig
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = REPO / "README.md"
 
 
 def test_the_readme_example_config_loads(tmp_path):

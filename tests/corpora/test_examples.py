@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_main
+from paths import REPO
 
 from monsearch.corpora.readers import read_any
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "trajectories"
 SCRIPT = REPO / "examples" / "make_examples.py"
 
