@@ -243,10 +243,10 @@ def build_detector_task(
         lines.append("")
         lines.append("Failures the monitor misses on train:")
         for k, i in enumerate(picks, 1):
-            # The failure's kind, not its task's name: a small model otherwise searches
-            # the run's text for the task name, which no run contains.
-            dim = train.dimensions[i] if i < len(train.dimensions) else "?"
-            lines.append(f"{k}. a {str(dim).replace('_', ' ')} failure:")
+            # Neither the task's name nor the failure's kind: a small model searches the
+            # run's text for any label it is given, and no run contains one. What it
+            # copies from the run below occurs in runs.
+            lines.append(f"{k}. a missed failure:")
             text = describe_trajectory(train.views[i], trajectory_chars)
             lines += ["   " + ln for ln in text.splitlines()]
             if i < len(train.ids):

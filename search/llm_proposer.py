@@ -521,8 +521,19 @@ class _Outcome:
 
 _REPAIR = (
     "That answer cannot be used: {error}\n"
-    "Fix exactly this and answer again in the same format (one ```python block{what})."
+    "Fix exactly this and answer again in the same format (one ```python block{what}). "
+    "The same code again fails the same way: change it."
 )
+#: Temperature added per repair turn (capped at :data:`_MAX_REPAIR_TEMPERATURE`).
+_REPAIR_TEMPERATURE_STEP = 0.3
+_MAX_REPAIR_TEMPERATURE = 1.2
+
+
+def _repair_temperature(base: float, turn: int) -> float:
+    """The temperature of turn ``turn`` (0: the first answer, at the model's own)."""
+    if turn == 0:
+        return base
+    return max(base, min(base + _REPAIR_TEMPERATURE_STEP * turn, _MAX_REPAIR_TEMPERATURE))
 
 
 class LLMProposer:
@@ -736,9 +747,12 @@ class LLMProposer:
                 text, got = self._call(
                     idx,
                     messages,
-                    seed if self.config.send_seed else None,
+                    # A repair turn gets its own seed and more temperature: a small model
+                    # asked again at the same settings tends to repeat its answer.
+                    (seed + turn) % 2**31 if self.config.send_seed else None,
                     max_tokens,
                     answer_complete if mode == "detector" else None,
+                    temperature=_repair_temperature(spec.temperature, turn),
                 )
             except _EndpointError as exc:
                 # The server's part scrubbed on its own: if it held the key, the rest still
@@ -897,6 +911,8 @@ class LLMProposer:
         seed: int | None,
         max_tokens: int,
         stop_when: Callable[[str], bool] | None = None,
+        *,
+        temperature: float | None = None,
     ) -> tuple[str | None, dict[str, int]]:
         spec = self._endpoints[idx].spec
         timeout = spec.timeout or self.config.timeout
@@ -906,7 +922,7 @@ class LLMProposer:
         body: dict[str, Any] = {
             "model": spec.name,
             "messages": messages,
-            "temperature": spec.temperature,
+            "temperature": spec.temperature if temperature is None else temperature,
             "max_tokens": max_tokens,
         }
         if spec.top_p is not None:

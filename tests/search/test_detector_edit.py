@@ -174,6 +174,9 @@ def test_an_unusable_answer_gets_one_repair_turn_with_the_exact_error(
     assert repair[:2] == bodies[0]["messages"]
     assert repair[2] == {"role": "assistant", "content": first}
     assert repair[3]["role"] == "user" and shown in repair[3]["content"]
+    # Asked again at the same settings a small model repeats itself: another seed, warmer.
+    assert bodies[1]["temperature"] > bodies[0]["temperature"]
+    assert bodies[1]["seed"] != bodies[0]["seed"]
     assert p.error is None and p.operator == "llm_detector+repair"
     assert "detect_llm_deletes" in p.source
     assert p.raw_response == first + "\n\n--- repair turn 1 ---\n" + GOOD
