@@ -47,6 +47,7 @@ from monsearch.strategies.convention import (
     render_params,
 )
 
+from .mining import MINED_PREFIX
 from .prompts import _train_summary, describe_trajectory
 from .proposal import ProgramInfo, ProposalContext
 
@@ -61,7 +62,7 @@ __all__ = [
     "wire_answer",
 ]
 
-#: Prefix of the detectors a model wrote (the offline proposer's mined ones are ``m_``).
+#: Prefix of the detectors a model wrote (the offline proposer's are MINED_PREFIX).
 LLM_PREFIX = "llm_"
 #: Longest function body accepted (characters): a detector is short.
 MAX_ANSWER_CODE = 6_000
@@ -224,7 +225,12 @@ def build_detector_task(
     labels = np.asarray(train.labels).astype(bool)
     hits = detector_hits(program, context) or {}
     scores, _ = context.run_on_train(parent.source)
-    noisy = sorted((name for name, (f, p) in hits.items() if p > f), key=lambda k: -hits[k][1])
+    # Mined detectors (``m_<family>_<id>``) are generated matchers with nothing to
+    # rewrite by reading them (a small model asked to rewrite one failed 5 times of 5).
+    noisy = sorted(
+        (name for name, (f, p) in hits.items() if p > f and not name.startswith(MINED_PREFIX)),
+        key=lambda k: -hits[k][1],
+    )
     kind = "rewrite" if noisy and rng.random() < rewrite_share else "new"
     lines = ["The monitor's detectors and the train runs each fires on (failures / passes):"]
     for d in program.detectors:

@@ -219,6 +219,9 @@ for r in traj.requests:
 """,
 }
 
+#: Prefix of a mined detector's name (``m_<family>_<id>``).
+MINED_PREFIX = "m_"
+
 
 def _indent(body: str, spaces: int) -> str:
     pad = " " * spaces
@@ -253,7 +256,7 @@ class Atom:
     @property
     def name(self) -> str:
         """The detector name (without ``detect_``): stable for the same atom."""
-        return f"m_{self.family}_{self.ident}"
+        return f"{MINED_PREFIX}{self.family}_{self.ident}"
 
     @property
     def log_odds(self) -> float:

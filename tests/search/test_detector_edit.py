@@ -286,3 +286,26 @@ def test_a_detector_that_fires_on_nothing_is_told_where_its_strings_live(sandbox
     assert "'BREW': in no field of any run" in repair
     where = re.search(r"'\(\?i\)auth\.login': ([^;]*)", repair)
     assert where and "in r.path of" in where.group(1) and "r.body" not in where.group(1)
+
+
+def test_a_rewrite_never_targets_a_mined_detector(sandboxed_train, monkeypatch):
+    """Only detectors a person or a model wrote are offered for a rewrite: a mined one
+    (``m_<family>_<id>``) is a generated matcher a small model cannot improve by reading."""
+    from monsearch.search import detector_edit
+
+    program = parse_program(BASELINE)
+    context = _context(sandboxed_train)
+    hits = {"secrets": (5, 50), "m_host_0badc0de": (1, 400), "destructive": (40, 3)}
+    monkeypatch.setattr(detector_edit, "detector_hits", lambda program, context: hits)
+    targets = {
+        detector_edit.build_detector_task(
+            PARENT, program, context, random.Random(seed), rewrite_share=1.0
+        ).target
+        for seed in range(8)
+    }
+    assert targets == {"secrets"}
+    hits.pop("secrets")
+    task = detector_edit.build_detector_task(
+        PARENT, program, context, random.Random(0), rewrite_share=1.0
+    )
+    assert task.kind == "new" and task.target is None
