@@ -4,7 +4,7 @@ The one reading of that record: the sealed test, the export and the run-integrit
 check take the budget range, the fitness view, the context cells and the oracle caps
 a run was scored with from :class:`EvaluationOptions`, never from the raw dict. It
 lives on the eval floor so that the sealed test's own code may read it; the search
-writes the record (``search.config.EvaluationConfig``, whose fields it mirrors).
+writes it (``search.config.EvaluationConfig`` is these options at a new run's defaults).
 
 A key the record lacks reads as a run made before the key existed was scored (e.g. no
 ``fitness``: the split as it is, ``plain``). What is written back (:meth:`to_dict`) is
@@ -38,17 +38,26 @@ class EvaluationOptions:
     b_lo: float = B_LO
     b_hi: float = B_HI
     n_budgets: int = N_BUDGETS
-    #: Mean oracle calls per benign trajectory (None: the run recorded none).
+    #: Mean oracle calls per benign trajectory a candidate may make (None: the run
+    #: recorded none).
     rho: float | None = None
-    #: Oracle calls per trajectory past which ``oracle()`` returns None.
+    #: Oracle calls per trajectory past which ``oracle()`` returns None (Q).
     per_traj_cap: int = 1
     on_small: str = "warn"
     #: ``replay`` answers ``oracle()`` from the split's stored judge verdicts.
     oracle: str = "replay"
+    #: Bootstrap replicates for the selection's lower bound (5th percentile).
     n_boot: int = 200
+    #: How many of the best candidates (by point fitness) the bootstrap ranks.
     select_top: int = 10
+    #: ``invariant``: budget-AUC with every context cell (``cells``) reweighted to the
+    #: same failure share, so the corpus's base rates cannot be learnt (eval/priors.py);
+    #: ``plain``: the split as it is. Selection and tuning use the same weights.
     fitness: str = "plain"
+    #: What a run's context cell is made of (trajectory attributes).
     cells: tuple[str, ...] = DEFAULT_CELL_KEYS
+    #: How much each cell counts under the invariant fitness: ``minority`` (what its
+    #: smaller class can carry; low variance) or ``kept`` (its share of the runs).
     cell_mass: str = "minority"
     #: The record as read (``from_dict``), written back verbatim; not an argument, so a
     #: ``dataclasses.replace`` of a read record writes its fields, not the stale record.
@@ -56,7 +65,8 @@ class EvaluationOptions:
 
     @classmethod
     def from_config(cls, config: dict[str, Any], where: str = "config.json") -> EvaluationOptions:
-        """The record in a run's configuration (none at all: every default)."""
+        """The record in a run's configuration (none at all: every default). Always an
+        :class:`EvaluationOptions`: a missing key reads as an old run, not a new one."""
         return cls.from_dict(config.get("evaluation"), where)
 
     @classmethod
@@ -75,7 +85,7 @@ class EvaluationOptions:
             value = d.get(name)
             if value is not None and (value or name not in _EMPTY_IS_MISSING):
                 out[name] = read(value, f"{where}: evaluation.{name}")
-        opts = cls(**out)
+        opts = EvaluationOptions(**out)
         if not 0 < opts.b_lo < opts.b_hi <= 1:
             raise EvaluationOptionsError(
                 f"{where}: evaluation.b_lo, evaluation.b_hi: the budget range "

@@ -50,15 +50,18 @@ def test_a_new_runs_record_round_trips_byte_for_byte(tmp_path):
     assert type(opts.rho) is int  # kept as recorded: the export shows it as recorded
 
 
-def test_the_record_mirrors_what_the_search_writes():
-    written = [f.name for f in fields(EvaluationConfig)]
-    assert [f.name for f in fields(EvaluationOptions) if f.init] == written
+def test_a_new_run_differs_from_an_old_one_in_its_defaults_only():
+    # The search writes the record at a new run's defaults. A run without a key was
+    # made before it existed: only its fitness was scored otherwise then (plain), and
+    # rho is None where a run recorded none.
+    names = [f.name for f in fields(EvaluationOptions) if f.init]
     new_run, old_run = EvaluationConfig(), EvaluationOptions()
-    # A run without a key was made before it existed: only the fitness was scored
-    # otherwise then (plain), and rho is None where a run recorded none.
-    differ = [n for n in written if getattr(new_run, n) != getattr(old_run, n)]
-    assert differ == ["rho", "fitness"]
+    assert isinstance(new_run, EvaluationOptions)
+    assert [n for n in names if getattr(new_run, n) != getattr(old_run, n)] == ["rho", "fitness"]
     assert old_run.fitness == "plain" and old_run.rho is None
+    assert list(EvolveConfig().to_dict()["evaluation"]) == names
+    # a record read through the search's class still reads as an old run
+    assert type(EvaluationConfig.from_dict({})) is EvaluationOptions
 
 
 def test_an_old_run_reads_with_todays_defaults_and_gains_no_keys(tmp_path):
@@ -132,4 +135,4 @@ def test_a_record_changed_in_code_writes_its_fields():
     changed = replace(EvaluationOptions.from_dict(OLD_RUN), b_lo=0.02)
     assert changed.to_dict()["b_lo"] == 0.02
     assert changed.to_dict()["cells"] == ["task", "outcome"]
-    assert set(changed.to_dict()) == {f.name for f in fields(EvaluationConfig)}
+    assert set(changed.to_dict()) == {f.name for f in fields(EvaluationConfig) if f.init}
