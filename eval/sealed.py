@@ -52,6 +52,7 @@ from .metrics import (
     sample,
     thresholds,
 )
+from .options import EvaluationOptions
 from .priors import DEFAULT_CELL_KEYS, FITNESS_VIEWS, context_cells, prior_weights
 from .summary import budget_key, compute_metrics
 
@@ -127,7 +128,8 @@ class ScoredSplit:
 
 @dataclass(frozen=True)
 class Options:
-    """The evaluation options of the run (``config.json``'s ``evaluation``)."""
+    """The evaluation options of the run (``config.json``'s ``evaluation``, read by
+    :class:`.options.EvaluationOptions`) the sealed figures use, as its report shows them."""
 
     b_lo: float = B_LO
     b_hi: float = B_HI
@@ -143,16 +145,19 @@ class Options:
     cell_mass: str = "minority"
 
     @classmethod
-    def from_config(cls, evaluation: dict[str, Any] | None) -> Options:
-        ev = evaluation or {}
-        kinds = {"b_lo": float, "b_hi": float, "n_budgets": int, "on_small": str, "rho": float}
-        kinds["per_traj_cap"] = int
-        kinds["fitness"] = str
-        kinds["cell_mass"] = str
-        out = {k: conv(ev[k]) for k, conv in kinds.items() if ev.get(k) is not None}
-        if ev.get("cells"):
-            out["cells"] = tuple(str(c) for c in ev["cells"])
-        return cls(**out)
+    def of(cls, ev: EvaluationOptions) -> Options:
+        """The sealed test's options of a run's recorded ones."""
+        return cls(
+            b_lo=float(ev.b_lo),
+            b_hi=float(ev.b_hi),
+            n_budgets=ev.n_budgets,
+            on_small=ev.on_small,
+            rho=None if ev.rho is None else float(ev.rho),
+            per_traj_cap=ev.per_traj_cap,
+            fitness=ev.fitness,
+            cells=ev.cells,
+            cell_mass=ev.cell_mass,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -591,7 +596,7 @@ def sandbox_scorer(
     limits = SandboxLimits(
         **{k: config[k] for k in ("wall_s", "cpu_s", "memory_mb") if config.get(k) is not None}
     )
-    backend = (config.get("evaluation") or {}).get("oracle") or "replay"
+    backend = EvaluationOptions.from_config(config).oracle
 
     def score(name: str, source: str, trajs: list[Any], identity: str | None) -> SplitRun:
         if progress is not None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
+from monsearch.eval.options import EvaluationOptions
 from monsearch.oracle.prompt import PROMPT_VARIANTS
 from monsearch.search.frozen import FrozenProgram
 from monsearch.search.runs import CorpusRef
@@ -262,7 +263,7 @@ def build_metadata(
             f"{len(labels)} val trajectories"
         )
     benign = sorted(s for s, y in zip(strategy.val_scores, labels, strict=True) if y is False)
-    evaluation = dict(strategy.config.get("evaluation") or {})
+    evaluation = EvaluationOptions.from_config(strategy.config)
     # Paths name the exporting machine's folders: not part of what ships.
     corpus = {k: v for k, v in (strategy.config.get("corpus") or {}).items() if "path" not in k}
     metrics = strategy.fitness_json.get("metrics") or {}
@@ -284,11 +285,11 @@ def build_metadata(
         "selected": strategy.selected,
         "strategy_hash": strategy.strategy_hash,
         "corpus": corpus,
-        "evaluation": evaluation,
+        "evaluation": evaluation.to_dict(),
         "query_caps": {
-            "per_traj_cap": evaluation.get("per_traj_cap"),
-            "rho": evaluation.get("rho"),
-            "oracle": evaluation.get("oracle"),
+            "per_traj_cap": evaluation.per_traj_cap,
+            "rho": evaluation.rho,
+            "oracle": evaluation.oracle,
             # The names ``oracle(traj, variant)`` accepts, as in the sandbox.
             "variants": list(PROMPT_VARIANTS),
         },
@@ -525,7 +526,7 @@ def run_judge_answers(config: dict[str, Any], trajectories: list[Any]) -> dict[s
     without an oracle."""
     from monsearch.oracle.session import replay_scores_from
 
-    if ((config.get("evaluation") or {}).get("oracle") or "replay") != "replay":
+    if EvaluationOptions.from_config(config).oracle != "replay":
         return None
     return replay_scores_from(trajectories)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
+from monsearch.eval.options import EvaluationOptions
 
 
 class ConfigError(MonsearchError):
@@ -21,31 +22,14 @@ class ConfigError(MonsearchError):
 
 
 @dataclass(frozen=True)
-class EvaluationConfig:
-    """How candidates are scored on val (and later, by the sealed test, elsewhere)."""
+class EvaluationConfig(EvaluationOptions):
+    """How candidates are scored on val (and later, by the sealed test, elsewhere): the
+    options a run records (:class:`~monsearch.eval.options.EvaluationOptions`, which
+    documents them), at a new run's defaults."""
 
-    b_lo: float = 0.01
-    b_hi: float = 0.10
-    n_budgets: int = 41
-    #: Mean oracle calls per benign trajectory a candidate may make (docs/docs/DESIGN.md: rho).
+    #: Mean oracle calls per benign trajectory a candidate may make (docs/DESIGN.md: rho).
     rho: float = 0.05
-    #: Oracle calls per trajectory past which ``oracle()`` returns None (Q).
-    per_traj_cap: int = 1
-    on_small: str = "warn"
-    oracle: str = "replay"
-    #: Bootstrap replicates for the selection's lower bound (5th percentile).
-    n_boot: int = 200
-    #: How many of the best candidates (by point fitness) the bootstrap ranks.
-    select_top: int = 10
-    #: ``invariant``: budget-AUC with every context cell (``cells``) reweighted to the
-    #: same failure share, so the corpus's base rates cannot be learnt (eval/priors.py);
-    #: ``plain``: the split as it is. Selection and tuning use the same weights.
     fitness: str = "invariant"
-    #: What a run's context cell is made of (trajectory attributes).
-    cells: tuple[str, ...] = ("task", "outcome")
-    #: How much each cell counts under the invariant fitness: ``minority`` (what its
-    #: smaller class can carry; low variance) or ``kept`` (its share of the runs).
-    cell_mass: str = "minority"
 
 
 @dataclass(frozen=True)
@@ -123,6 +107,7 @@ class EvolveConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["evaluation"] = self.evaluation.to_dict()
         d["seeds"] = list(self.seeds)
         d["proposers"] = [asdict(p) for p in self.proposers]
         return d
@@ -198,7 +183,7 @@ class EvolveConfig:
 def _build(cls: type, d: Any, where: str) -> Any:
     if not isinstance(d, dict):
         raise ConfigError(f"{where}: expected a table, got {type(d).__name__}")
-    names = {f.name: f for f in fields(cls)}
+    names = {f.name: f for f in fields(cls) if f.init}
     unknown = sorted(set(d) - set(names))
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")

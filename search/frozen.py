@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from monsearch.eval.options import EvaluationOptions, EvaluationOptionsError
+
 from .chain import Chain, RunIntegrityError, canonical, verify
 from .lineage import CandidateRecord, LineageError, LineageStore, _row_to_record, source_hash
 from .program_key import program_hash
@@ -210,13 +212,12 @@ def _check_config(where: str, config: dict[str, Any], frozen: SelectedStrategy) 
             f"{where}: config.json's corpus.{key} ({str(getattr(recorded, key))[:12]}) differs "
             f"from the one frozen with strategy {frozen.id} ({str(getattr(kept, key))[:12]})"
         )
-    evaluation = config.get("evaluation") or {}
-    frozen_ev = frozen.evaluation or {}
-    differ = sorted(
-        k
-        for k in set(evaluation) | set(frozen_ev)
-        if canonical(evaluation.get(k)) != canonical(frozen_ev.get(k))
-    )
+    try:
+        recorded = EvaluationOptions.from_config(config)
+        kept = EvaluationOptions.from_dict(frozen.evaluation, f"the freezing of strategy {frozen.id}")
+    except EvaluationOptionsError as exc:
+        raise RunIntegrityError(f"{where}: {exc}") from None
+    differ = recorded.differs(kept)
     if differ:
         raise RunIntegrityError(
             f"{where}: config.json's evaluation options differ from the ones frozen with "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
+from monsearch.eval.options import EvaluationOptions
 from monsearch.search.config import EvolveConfig, SearchConfig
 from monsearch.search.engine import Progress, Search, SearchError, SearchOutcome, StopFlag
 from monsearch.search.evaluator import SearchEvaluator
@@ -159,8 +160,9 @@ def prepare_run(
             saved["search"] = {**search, "proposer_subset": old}
         evaluation = saved.get("evaluation")
         if isinstance(evaluation, dict) and "fitness" not in evaluation:
-            # Runs made before the invariant fitness existed scored the split as it is.
-            saved["evaluation"] = {**evaluation, "fitness": "plain"}
+            # Runs made before the invariant fitness existed scored the split as it is
+            # (``plain``: how the record reads a run without the key).
+            saved["evaluation"] = {**evaluation, "fitness": EvaluationOptions.fitness}
         stored = EvolveConfig.from_dict(saved, str(run.dir / "config.json"))
         # Only the budget and the spend caps may change on resume.
         effective = stored.with_overrides(

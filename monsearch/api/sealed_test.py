@@ -17,6 +17,7 @@ import numpy as np
 
 from monsearch.eval import sealed as _sealed
 from monsearch.eval.costs import CostModel
+from monsearch.eval.options import EvaluationOptions
 from monsearch.eval.sealed import (
     REPORT_FORMAT,
     REPORT_VERSION,
@@ -86,7 +87,7 @@ def run_sealed_test(
     ledger = ledger or Ledger()
     verified = verify_run(run, ledger=ledger)
     config = verified.config
-    opts = Options.from_config(config.get("evaluation") or {})
+    opts = Options.of(EvaluationOptions.from_config(config))
     strategy = _program(verified, program_id)
     path = run_corpus(config)
     ident, sealed_names = read_identity(path)

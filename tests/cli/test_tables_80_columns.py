@@ -119,7 +119,10 @@ def test_score_at_80_columns(small_run, capsys, columns_80):
 
 
 def test_sealed_test_at_80_columns(small_run, capsys, columns_80, ledger_file, tmp_path):
-    run_dir, _ = small_run
+    # A copy: the run keeps each report it is tested with (test/NNN), and later tests
+    # copy the session run expecting none.
+    run_dir = tmp_path / "runs" / "small"
+    shutil.copytree(small_run[0], run_dir)
     out_dir = tmp_path / "report"
     args = ("test", str(run_dir), "--out", str(out_dir), "--workers", "2")
     code, out, err = run_main(capsys, *args)

@@ -162,6 +162,18 @@ def test_config_json_must_agree_with_the_freezing(run_copy, capsys, tmp_path, le
     assert "config.json's evaluation options differ" in err and "b_lo" in err
 
 
+def test_a_malformed_evaluation_record_is_refused_naming_it(run_copy, capsys, tmp_path):
+    config = json.loads((run_copy / "config.json").read_text())
+    recorded = config["evaluation"]
+    config["evaluation"] = ["b_lo", 0.05]
+    (run_copy / "config.json").write_text(json.dumps(config))
+    err = _export(capsys, run_copy, tmp_path)
+    assert "config.json: evaluation: expected an object, got list" in err
+    config["evaluation"] = {**recorded, "cells": 5}
+    (run_copy / "config.json").write_text(json.dumps(config))
+    assert "evaluation.cells: expected a list" in _test(capsys, run_copy)
+
+
 # --------------------------------------------------------------------------- --resume
 
 
