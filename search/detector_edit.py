@@ -225,17 +225,24 @@ def build_detector_task(
     labels = np.asarray(train.labels).astype(bool)
     hits = detector_hits(program, context) or {}
     scores, _ = context.run_on_train(parent.source)
-    # Mined detectors (``m_<family>_<id>``) are generated matchers with nothing to
-    # rewrite by reading them (a small model asked to rewrite one failed 5 times of 5).
+    # Mined detectors (``m_<family>_<id>``) are generated matchers: nothing to rewrite by
+    # reading them, and a name a small model copies (it wrote five detectors named after
+    # one, each firing on nothing). They are counted in the prompt, not named.
     noisy = sorted(
         (name for name, (f, p) in hits.items() if p > f and not name.startswith(MINED_PREFIX)),
         key=lambda k: -hits[k][1],
     )
     kind = "rewrite" if noisy and rng.random() < rewrite_share else "new"
     lines = ["The monitor's detectors and the train runs each fires on (failures / passes):"]
+    mined = 0
     for d in program.detectors:
+        if d.name.startswith(MINED_PREFIX):
+            mined += 1
+            continue
         f, p = hits.get(d.name, ("?", "?"))
         lines.append(f"- {d.function}: {f} / {p}")
+    if mined:
+        lines.append(f"- and {mined} generated string matchers (not shown)")
     n_fail, n_pass = int(labels.sum()), int((~labels).sum())
     lines.append(f"(train has {n_fail} failures and {n_pass} passes)")
     if scores is not None and np.shape(scores) == labels.shape:

@@ -9,6 +9,7 @@ showing the exact error before the candidate counts as failed.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
@@ -309,3 +310,21 @@ def test_a_rewrite_never_targets_a_mined_detector(sandboxed_train, monkeypatch):
         PARENT, program, context, random.Random(0), rewrite_share=1.0
     )
     assert task.kind == "new" and task.target is None
+
+
+def test_mined_detectors_are_counted_not_named_in_the_prompt(sandboxed_train, monkeypatch):
+    """A small model copies the names it is shown: a mined detector's generated name
+    (``detect_m_host_…``) is not shown, only how many there are."""
+    from monsearch.search import detector_edit
+
+    program = parse_program(BASELINE)
+    mined = detector_edit.Detector(
+        "m_host_0badc0de", 'def detect_m_host_0badc0de(traj):\n    return 0\n'
+    )
+    program = dataclasses.replace(program, detectors=(*program.detectors, mined))
+    task = detector_edit.build_detector_task(
+        PARENT, program, _context(sandboxed_train), random.Random(0)
+    )
+    assert "m_host_0badc0de" not in task.user
+    assert "- detect_secrets:" in task.user
+    assert "- and 1 generated string matchers (not shown)" in task.user
