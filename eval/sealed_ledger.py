@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
+from monsearch.files import atomic_write, exclusive_lock
 
 LEDGER_ENV = "MONSEARCH_LEDGER"
 LEDGER_FILE = "sealed-ledger.json"
@@ -205,41 +206,22 @@ class Ledger:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        import fcntl
-
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(
-                self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644
-            )
-        except OSError as exc:
-            raise LedgerError(f"{self.path}: cannot open the sealed-test ledger: {exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.ExitStack() as held:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                held.enter_context(exclusive_lock(self.path.with_name(self.path.name + ".lock")))
+            except OSError as exc:
+                raise LedgerError(
+                    f"{self.path}: cannot open the sealed-test ledger: {exc}"
+                ) from None
             yield
-        finally:
-            os.close(fd)
 
     def _write(self, entries: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:
         doc = {"format": FORMAT, "version": VERSION, "entries": entries, "runs": runs}
-        text = json.dumps(doc, indent=2)
-        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
+            atomic_write(self.path, json.dumps(doc, indent=2) + "\n", durable=True)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             raise LedgerError(f"{self.path}: cannot write the sealed-test ledger: {exc}") from None
-        with contextlib.suppress(OSError):
-            dfd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
 
     def record(
         self,
