@@ -124,3 +124,27 @@ def test_wheel_carries_the_judges_rubrics(wheel) -> None:
         "print(sum(len(r.text) for r in found.values()))\n"
     )
     assert int(_probe(site, probe)) == sum(len(r.text) for r in shipped_rubrics().values())
+
+
+def test_wheel_carries_every_module_and_the_cli_imports_from_it(wheel) -> None:
+    """A non-editable install holds every module of every package folder: a subpackage
+    left out of pyproject's ``packages`` (``monsearch.api`` once was) works in an
+    editable install and fails on the README's plain ``pip install .``."""
+    names, site = wheel
+    expected = set()
+    for package, folder in _package_dirs().items():
+        base = ROOT / folder
+        for path in base.rglob("*.py"):
+            rel = path.relative_to(base)
+            if "__pycache__" in rel.parts:
+                continue
+            expected.add("/".join([*package.split("."), *rel.parts]))
+    missing = sorted(expected - names)
+    assert not missing, missing
+    probe = (
+        "import sys, monsearch.cli, monsearch.api.score, monsearch.api.evolve\n"
+        "assert monsearch.cli.__file__.startswith(sys.argv[1])\n"
+        "import monsearch\n"
+        "print(callable(monsearch.evolve) and callable(monsearch.score))\n"
+    )
+    assert _probe(site, probe).strip() == "True"
