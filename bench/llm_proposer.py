@@ -75,9 +75,12 @@ def llm_figures(records: list) -> dict:
         return {"proposals": 0}
     scored = [r for r in llm if r.status == "ok"]
     repaired_turn = [
-        r for r in llm if "--- repair turn" in (r.artifacts.get("raw_response") or "")
+        r for r in llm
+        if re.search(r"--- (repair|fresh) turn", r.artifacts.get("raw_response") or "")
     ]
-    saved = [r for r in repaired_turn if r.operator.endswith("+repair") and r.status == "ok"]
+    saved = [
+        r for r in repaired_turn if r.operator.endswith(("+repair", "+fresh")) and r.status == "ok"
+    ]
     seconds = sorted(r.timings.get("propose_s", 0.0) for r in llm)
     q = statistics.quantiles(seconds, n=4) if len(seconds) >= 2 else [seconds[0]] * 3
     failures: dict[str, int] = {}

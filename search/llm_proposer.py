@@ -87,6 +87,8 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- config
 
 
+#: Values of a model's ``retry`` (see :attr:`ModelSpec.retry`).
+RETRY_MODES = ("repair", "fresh")
 #: Values of ``[llm] parent`` (see :attr:`LLMProposerConfig.parent`).
 PARENT_CHOICES = ("best", "sampled")
 
@@ -121,6 +123,18 @@ class ModelSpec:
     #: Stream the answer (server-sent events): progress shows, and a stalled server is
     #: told apart from a slow one. Off for servers that do not stream.
     stream: bool = True
+    #: What a follow-up turn after an unusable answer is: ``repair`` (the conversation
+    #: goes on with the exact error) or ``fresh`` (the same prompt asked anew, another
+    #: seed). None: ``fresh`` for the ``detector`` contract, ``repair`` otherwise.
+    #: Measured with a 1.5B model on the detector contract, a repair turn saved 2 of 51
+    #: unusable answers (it mostly repeats itself), while a fresh answer scores about
+    #: two times in five.
+    retry: str | None = None
+
+    def retry_for(self, edit: str) -> str:
+        if self.retry is not None:
+            return self.retry
+        return "fresh" if edit == "detector" else "repair"
 
     def tokens_for(self, edit: str) -> int:
         return self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS[edit]
@@ -191,6 +205,10 @@ class LLMProposerConfig:
             if m.edit not in EDIT_MODES:
                 problems.append(
                     f"llm model {m.name!r}: edit {m.edit!r}: one of {', '.join(EDIT_MODES)}"
+                )
+            if m.retry is not None and m.retry not in RETRY_MODES:
+                problems.append(
+                    f"llm model {m.name!r}: retry {m.retry!r}: one of {', '.join(RETRY_MODES)}"
                 )
             if m.timeout is not None and not m.timeout > 0:
                 problems.append(f"llm model {m.name!r}: timeout must be > 0")
@@ -742,17 +760,22 @@ class LLMProposer:
             scores, _ = context.run_on_train(parent.source)
             parent_scores = None if scores is None else np.asarray(scores, dtype=float)
         turns = 1 + self.config.repair_turns
+        retry = spec.retry_for(mode)
+        asked = list(messages)
         for turn in range(turns):
             try:
                 text, got = self._call(
                     idx,
                     messages,
-                    # A repair turn gets its own seed and more temperature: a small model
-                    # asked again at the same settings tends to repeat its answer.
+                    # A follow-up turn gets its own seed (a repair turn also more
+                    # temperature): a small model asked again at the same settings
+                    # tends to repeat its answer.
                     (seed + turn) % 2**31 if self.config.send_seed else None,
                     max_tokens,
                     answer_complete if mode == "detector" else None,
-                    temperature=_repair_temperature(spec.temperature, turn),
+                    temperature=_repair_temperature(spec.temperature, turn)
+                    if retry == "repair"
+                    else spec.temperature,
                 )
             except _EndpointError as exc:
                 # The server's part scrubbed on its own: if it held the key, the rest still
@@ -782,6 +805,9 @@ class LLMProposer:
                         self._stats["repaired"] += 1
             if outcome.error is None or not outcome.repairable or turn == turns - 1:
                 break
+            if retry == "fresh":
+                messages = list(asked)  # the same question again; the seed is another
+                continue
             what = " with the one function" if mode == "detector" else ""
             messages += [
                 {"role": "assistant", "content": raw or ""},
@@ -793,14 +819,14 @@ class LLMProposer:
         error = outcome.error
         self._record_answer(spec.name, usage, cost, error is None)
         if len(raws) > 1:
-            operator += "+repair" if error is None else ""
+            operator += f"+{retry}" if error is None else ""
         raw_response = (
             None
             if not raws
             else raws[0]
             if len(raws) == 1
             else "\n\n".join(
-                (f"--- repair turn {i} ---\n" if i else "") + r for i, r in enumerate(raws)
+                (f"--- {retry} turn {i} ---\n" if i else "") + r for i, r in enumerate(raws)
             )
         )
         return Proposal(
