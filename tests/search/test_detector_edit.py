@@ -19,6 +19,7 @@ from llm_stub_server import Reply, StubLLMServer
 
 from monsearch.sandbox.check import check_program
 from monsearch.sandbox.evaluate import SandboxPool
+from monsearch.search.config import ConfigError
 from monsearch.search.detector_edit import API_REFERENCE, detector_system_message
 from monsearch.search.llm_proposer import LLMProposer, LLMProposerConfig, ModelSpec
 from monsearch.search.proposal import ProgramInfo, ProposalContext, TrainData
@@ -107,8 +108,6 @@ def _context(sandboxed_train) -> ProposalContext:
 
 
 PARENT = ProgramInfo("p-base", BASELINE, 0.1, {}, operator="seed")
-#: A model whose follow-up turn is a repair (the conversation goes on with the error).
-REPAIRING = ModelSpec("stub-small", retry="repair")
 
 
 def _proposer(stub: StubLLMServer, **kw) -> LLMProposer:
@@ -169,7 +168,7 @@ def test_an_unusable_answer_gets_one_repair_turn_with_the_exact_error(
 ):
     with StubLLMServer() as stub:
         stub.script(Reply.text(first, usage=(700, 50)), Reply.text(GOOD, usage=(900, 60)))
-        proposer = _proposer(stub, spec=REPAIRING)
+        proposer = _proposer(stub, spec=ModelSpec("stub-small"))
         p = _propose(proposer, sandboxed_train)
         bodies = stub.chat_bodies
     assert len(bodies) == 2
@@ -210,7 +209,7 @@ def test_a_detector_that_fires_on_passes_as_often_is_sent_back(sandboxed_train):
     everywhere = "```python\ndef detect_any_get(traj):\n    return len(traj.requests)\n```"
     with StubLLMServer() as stub:
         stub.script(Reply.text(everywhere), Reply.text(GOOD))
-        p = _propose(_proposer(stub, spec=REPAIRING), sandboxed_train)
+        p = _propose(_proposer(stub, spec=ModelSpec("stub-small")), sandboxed_train)
         shown = stub.chat_bodies[1]["messages"][-1]["content"]
     assert "fires on every training run" in shown or "no more often on failures" in shown
     assert p.error is None
@@ -283,7 +282,7 @@ def test_a_detector_that_fires_on_nothing_is_told_where_its_strings_live(sandbox
     a login in request bodies learns it lives in request paths."""
     with StubLLMServer() as stub:
         stub.script(Reply.text(NEVER), Reply.text(GOOD))
-        _propose(_proposer(stub, spec=REPAIRING), sandboxed_train)
+        _propose(_proposer(stub, spec=ModelSpec("stub-small")), sandboxed_train)
         repair = stub.chat_bodies[1]["messages"][-1]["content"]
     assert "Where the strings your code tests occur" in repair
     assert "'BREW': in no field of any run" in repair
@@ -332,13 +331,12 @@ def test_mined_detectors_are_counted_not_named_in_the_prompt(sandboxed_train, mo
     assert "- and 1 generated string matchers (not shown)" in task.user
 
 
-def test_the_detector_contracts_follow_up_is_a_fresh_answer_by_default(sandboxed_train):
-    """For the detector contract the follow-up turn asks the same prompt anew with
-    another seed: a 1.5B model shown its error mostly repeats its answer, a fresh
-    sample scores about two times in five."""
+def test_a_fresh_follow_up_asks_the_same_prompt_anew(sandboxed_train):
+    """``retry = "fresh"``: the follow-up turn asks the same prompt anew with another
+    seed (at the model's own temperature) instead of showing the model its error."""
     with StubLLMServer() as stub:
         stub.script(Reply.text(NEVER), Reply.text(GOOD))
-        proposer = _proposer(stub)
+        proposer = _proposer(stub, spec=ModelSpec("stub-small", retry="fresh"))
         p = _propose(proposer, sandboxed_train)
         first, second = stub.chat_bodies
     assert second["messages"] == first["messages"]
@@ -346,5 +344,5 @@ def test_the_detector_contracts_follow_up_is_a_fresh_answer_by_default(sandboxed
     assert p.error is None and p.operator == "llm_detector+fresh"
     assert p.raw_response.startswith(NEVER) and "\n--- fresh turn 1 ---\n" in p.raw_response
     assert proposer.stats()["repaired"] == 1
-    diff_spec = ModelSpec("big", edit="diff")
-    assert diff_spec.retry_for("diff") == "repair" and ModelSpec("s").retry_for("detector") == "fresh"
+    with pytest.raises(ConfigError, match="retry .later."):
+        LLMProposerConfig(models=(ModelSpec("s", retry="later"),))

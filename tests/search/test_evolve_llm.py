@@ -33,7 +33,7 @@ def test_llm_proposals_are_evaluated_and_failures_recorded(tmp_path, small_corpu
     with StubLLMServer(default=Reply.text(_rewrite(3.0), usage=(1000, 200))) as server:
         server.script(
             Reply.text(_rewrite(1.0), usage=(1000, 200)),
-            # Refused twice: the answer and its one follow-up turn.
+            # Refused twice: the answer and its one repair turn (the error shown back).
             Reply.text("I would rather not write code today.", usage=(1000, 20)),
             Reply.text("I would rather not write code today.", usage=(1000, 20)),
             Reply.text(_rewrite(2.0), usage=(1000, 200)),
@@ -49,10 +49,10 @@ def test_llm_proposals_are_evaluated_and_failures_recorded(tmp_path, small_corpu
     outcome = json.loads(out.stdout)
     assert outcome["status"] == "finished"
     assert len(bodies) == 5 and all(b["model"] == "stub-coder" for b in bodies)
-    # The detector contract's follow-up turn (the default edit mode): the same prompt
-    # asked anew with another seed.
-    assert bodies[2]["messages"] == bodies[1]["messages"]
-    assert bodies[2]["seed"] != bodies[1]["seed"]
+    # The repair turn carries the conversation and the exact error.
+    repair = bodies[2]["messages"]
+    assert repair[-2] == {"role": "assistant", "content": "I would rather not write code today."}
+    assert repair[-1]["content"].startswith("That answer cannot be used: no code found")
     with LineageStore(runs / "llm" / "lineage.sqlite", readonly=True) as store:
         records = store.records()
         totals = store.ledger_totals()
@@ -61,7 +61,7 @@ def test_llm_proposals_are_evaluated_and_failures_recorded(tmp_path, small_corpu
     failed = [r for r in llm if r.status == "proposal_error"]
     assert len(failed) == 1
     assert "rather not" in failed[0].artifacts["raw_response"]
-    assert "--- fresh turn 1 ---" in failed[0].artifacts["raw_response"]
+    assert "--- repair turn 1 ---" in failed[0].artifacts["raw_response"]
     good = [r for r in llm if r.status != "proposal_error"]
     assert all(r.source and "PARAMS" in r.source and r.operator == "llm_rewrite" for r in good)
     assert all(r.sandbox_status == "ok" for r in good)
