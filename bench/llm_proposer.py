@@ -74,6 +74,9 @@ def llm_figures(records: list) -> dict:
     if not llm:
         return {"proposals": 0}
     scored = [r for r in llm if r.status == "ok"]
+    # Scored on val but refused by a constraint (over the oracle-call cap): it compiled,
+    # ran and was scored, and is not a valid candidate for selection.
+    constrained = [r for r in llm if r.status in ("infeasible", "not_estimable")]
     repaired_turn = [
         r for r in llm
         if re.search(r"--- (repair|fresh) turn", r.artifacts.get("raw_response") or "")
@@ -92,6 +95,8 @@ def llm_figures(records: list) -> dict:
         "proposals": len(llm),
         "scored": len(scored),
         "validity": round(len(scored) / len(llm), 3),
+        "scored_but_constrained": len(constrained),
+        "compiled_and_scored": round((len(scored) + len(constrained)) / len(llm), 3),
         "repair_turns": len(repaired_turn),
         "repair_rate": round(len(repaired_turn) / len(llm), 3),
         "saved_by_repair": len(saved),
@@ -246,8 +251,9 @@ def report(out: dict) -> None:
         if not f.get("proposals"):
             continue
         print(
-            f"LLM proposals ({label}): {f['scored']}/{f['proposals']} compiled and scored "
-            f"({f['validity']:.0%}); repair turn in {f['repair_turns']} ({f['repair_rate']:.0%}), "
+            f"LLM proposals ({label}): {f['scored']}/{f['proposals']} scored and feasible "
+            f"({f['validity']:.0%}), {f['scored_but_constrained']} more scored but over a "
+            f"constraint ({f['compiled_and_scored']:.0%} compiled and scored); repair turn in {f['repair_turns']} ({f['repair_rate']:.0%}), "
             f"{f['saved_by_repair']} saved by it; seconds per proposal median "
             f"{f['seconds_median']} (quartiles {f['seconds_q1_q3']}); beat their parent: "
             f"{f['beat_parent']}; failures: {f['failures']}"
