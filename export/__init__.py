@@ -20,6 +20,7 @@ and refuses the export unless every score equals the run's stored val score exac
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
@@ -376,44 +377,37 @@ def _meta_module(source: str, monitor: dict[str, Any]) -> str:
 _INIT = '''"""monsearch OPSEC monitor {name}: exported frozen strategy (see README.md)."""
 
 from .core import (
-    MONITOR,
-    InputError,
-    Limits,
-    Result,
-    clear_caches,
-    close,
-    configure,
-    decide,
-    evaluate,
-    findings,
-    iter_trajectories,
-    load,
-    score,
-    score_many,
-    score_steps,
-    threshold,
+{imports}
 )
 
 __version__ = "{version}"
 __all__ = [
-    "MONITOR",
-    "InputError",
-    "Limits",
-    "Result",
-    "clear_caches",
-    "close",
-    "configure",
-    "decide",
-    "evaluate",
-    "findings",
-    "iter_trajectories",
-    "load",
-    "score",
-    "score_many",
-    "score_steps",
-    "threshold",
+{names}
 ]
 '''
+
+
+def _core_exports() -> list[str]:
+    """``plugin/core.py``'s ``__all__``: the plugin package exports exactly what its core
+    does (read from the template's source: the template is not a module of monsearch)."""
+    tree = ast.parse((PLUGIN_DIR / "core.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+        ):
+            return list(ast.literal_eval(node.value))
+    raise RuntimeError("plugin/core.py has no __all__")
+
+
+def _init_source(name: str, version: str) -> str:
+    names = _core_exports()
+    return _INIT.format(
+        name=name,
+        version=version,
+        imports="\n".join(f"    {n}," for n in names),
+        names="\n".join(f'    "{n}",' for n in names),
+    )
 
 
 def write_plugin(out: Path, package: str, source: str, monitor: dict[str, Any]) -> None:
@@ -432,7 +426,7 @@ def write_plugin(out: Path, package: str, source: str, monitor: dict[str, Any]) 
     )
     (out / "README.md").write_text(render_readme(monitor), encoding="utf-8")
     (src / "__init__.py").write_text(
-        _INIT.format(name=monitor["name"], version=version), encoding="utf-8"
+        _init_source(monitor["name"], version), encoding="utf-8"
     )
     (src / "_meta.py").write_text(_meta_module(source, monitor), encoding="utf-8")
     for f in PLUGIN_FILES:
