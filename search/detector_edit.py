@@ -589,12 +589,38 @@ def wire_answer(
     report = check_program(source)
     if not report.ok:  # the parent's own definitions clash with the answer's
         raise DetectorError(report.message)
+    child, band_note = _keep_band(child, source, parent_scores, context, y)
+    if band_note is not None:
+        source = render(child)
     verb = "rewrote" if task.kind == "rewrite" else "added"
     description = (
         f"{verb} detector {name} (train: fires on {f_hits} failures / {p_hits} passes), "
-        f"weight {weight:g} ({note})"
+        f"weight {weight:g} ({note})" + (f"; {band_note}" if band_note else "")
     )
     return WiredChild(child, source, name, weight, (f_hits, p_hits), description)
+
+
+def _keep_band(
+    child: Program,
+    source: str,
+    parent_scores: np.ndarray | None,
+    context: ProposalContext,
+    y: np.ndarray,
+) -> tuple[Program, str | None]:
+    """The child with its oracle band kept at the parent's benign train mass
+    (:func:`.operators.keep_band_mass`): a detector that fires on many passes would
+    otherwise push them into the band and the child over the oracle cap."""
+    from .operators import keep_band_mass
+
+    if not child.oracle_band or parent_scores is None:
+        return child, None
+    scores, _ = context.run_on_train(source)
+    if scores is None:
+        return child, None
+    scores = np.asarray(scores, dtype=float)
+    if scores.shape != y.shape or not np.all(np.isfinite(scores)):
+        return child, None
+    return keep_band_mass(child, parent_scores, scores, y)
 
 
 def _defined_name(text: str) -> str:

@@ -285,6 +285,54 @@ def band_mass(scores: np.ndarray, labels: np.ndarray, lo: float, hi: float) -> f
     return float(np.mean((benign >= lo) & (benign < hi)))
 
 
+def keep_band_mass(
+    child: Program, parent_scores: np.ndarray, child_scores: np.ndarray, labels: np.ndarray
+) -> tuple[Program, str | None]:
+    """``child`` with its oracle band moved so it holds no more benign train runs than
+    the parent's band did, and a note saying so (None: nothing moved).
+
+    The band is in score units; a new detector that fires on many passes lifts their
+    scores into it, and the child spends the judge on runs the parent never escalated
+    (over the cap ``rho`` on val). The band keeps its place in the benign score
+    distribution instead: the same benign quantiles, then raised edge by edge past ties
+    until the benign mass is back at the parent's.
+    """
+    if not child.oracle_band:
+        return child, None
+    lo, hi = float(child.param("band_lo") or 0.0), float(child.param("band_hi") or 0.0)
+    labels = np.asarray(labels, dtype=bool)
+    allowed = max(band_mass(parent_scores, labels, lo, hi), 1e-12)
+    if band_mass(child_scores, labels, lo, hi) <= allowed * 1.05:
+        return child, None
+    before, after = parent_scores[~labels], child_scores[~labels]
+    if after.size == 0:
+        return child, None
+    q_lo, q_hi = float(np.mean(before < lo)), float(np.mean(before < hi))
+    new_hi = float(np.quantile(after, q_hi))
+    values = np.unique(after)
+    if not (values > new_hi).any() and q_hi >= 1.0:
+        new_hi = float(values[-1]) + max(abs(float(values[-1])) * 0.1, 1e-3)
+    new_lo = float(np.quantile(after, q_lo))
+    # Ties: raise the lower edge run value by run value until the mass fits.
+    for v in values[values >= new_lo]:
+        if float(v) >= new_hi:
+            return child, None
+        if band_mass(child_scores, labels, _round(float(v)), _round(new_hi)) <= allowed * 1.05:
+            new_lo = float(v)
+            break
+    else:
+        return child, None
+    new_lo, new_hi = _round(new_lo), _round(new_hi)
+    if not new_hi > new_lo:
+        return child, None
+    mass = band_mass(child_scores, labels, new_lo, new_hi)
+    moved = child.with_params({"band_lo": new_lo, "band_hi": new_hi})
+    return moved, (
+        f"oracle band moved to [{new_lo:g}, {new_hi:g}) to hold the parent's benign "
+        f"train mass ({mass:.3f})"
+    )
+
+
 def _band_tops(benign: np.ndarray, values: np.ndarray, quantiles: list[float]):
     """Upper band edges: each benign quantile, then just above the tied value it
     lands on. A coarse monitor ties many benign runs on a few scores; a band that

@@ -346,3 +346,44 @@ def test_a_fresh_follow_up_asks_the_same_prompt_anew(sandboxed_train):
     assert proposer.stats()["repaired"] == 1
     with pytest.raises(ConfigError, match="retry .later."):
         LLMProposerConfig(models=(ModelSpec("s", retry="later"),))
+
+
+POSTS = '''```python
+def detect_many_posts(traj):
+    n = 0
+    for r in traj.requests:
+        if r.method == "POST":
+            n += 1
+    return 1.0 if n > 2 else 0.0
+```'''
+
+
+def test_a_broad_detector_leaves_the_oracle_band_at_the_parents_benign_mass(sandboxed_train):
+    # A detector firing on a third of the passes lifts them into a band set in score
+    # units; on val that child spent the judge on runs its parent never escalated and
+    # went over the cap rho. The band follows the benign scores instead.
+    from monsearch.search.operators import band_mass
+
+    train, train_run = sandboxed_train
+    y = np.asarray(train.labels, dtype=bool)
+    base = parse_program(BASELINE)
+    parent_scores = train_run(BASELINE)[0]
+    # An open-topped band over the top tenth of the parent's benign runs.
+    lo, hi = float(np.quantile(parent_scores[~y], 0.9)), 1000.0
+    parent = dataclasses.replace(base, oracle_band=True).with_params(
+        {"band_lo": lo, "band_hi": hi, "w_oracle": 2.0}
+    )
+    from monsearch.strategies.convention import render
+
+    info = ProgramInfo("p-band", render(parent), 0.1, {}, operator="seed")
+    allowed = band_mass(train_run(info.source)[0], y, lo, hi)
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(POSTS))
+        p = _proposer(stub).propose(info, [], random.Random(3), _context(sandboxed_train))
+    assert p.error is None, p.error
+    assert "oracle band moved" in p.description
+    child = parse_program(p.source)
+    child_scores = train_run(p.source)[0]
+    assert band_mass(child_scores, y, lo, hi) > allowed * 1.05  # where the old band was
+    new = (child.param("band_lo"), child.param("band_hi"))
+    assert new != (lo, hi) and band_mass(child_scores, y, *new) <= allowed * 1.05

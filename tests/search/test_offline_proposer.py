@@ -3,6 +3,7 @@ constant perturbation of programs outside the convention."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -207,3 +208,32 @@ def test_a_new_band_fits_over_tied_benign_scores() -> None:
         lo, hi, mass = found
         assert lo <= 5.0 < hi and mass == pytest.approx(2 / 126)
         assert ops.band_mass(scores, labels, lo, hi) <= ops.MAX_BAND_MASS
+
+
+def test_a_child_whose_detector_lifts_passes_keeps_the_parents_band_mass() -> None:
+    # The parent escalates 2 % of benign train runs; a new detector adds 1.5 to a third
+    # of the passes (and to most failures), which would put about 4 % of them in the
+    # band in score units. The band keeps its place among the benign scores instead.
+    rng = np.random.default_rng(0)
+    y = np.concatenate([np.zeros(3000, bool), np.ones(600, bool)])
+    parent = np.where(y, rng.normal(3.0, 1.0, y.size), rng.normal(0.0, 1.0, y.size))
+    fires = np.where(y, rng.random(y.size) < 0.8, rng.random(y.size) < 0.33)
+    child_scores = parent + 1.5 * fires
+    lo, hi = (float(np.quantile(parent[~y], q)) for q in (0.96, 0.98))
+    program = parse_program(SEEDS["stronger"])
+    banded = dataclasses.replace(program, oracle_band=True).with_params(
+        {"band_lo": lo, "band_hi": hi, "w_oracle": 1.0}
+    )
+    allowed = ops.band_mass(parent, y, lo, hi)
+    assert ops.band_mass(child_scores, y, lo, hi) > 1.5 * allowed  # what the fix is for
+    moved, note = ops.keep_band_mass(banded, parent, child_scores, y)
+    new_lo, new_hi = moved.param("band_lo"), moved.param("band_hi")
+    assert note is not None and "oracle band moved" in note
+    assert new_hi > new_lo > lo
+    assert ops.band_mass(child_scores, y, new_lo, new_hi) <= allowed * 1.05
+    assert check_program(render(moved)).ok
+    # A child that does not lift passes into the band keeps it as it is.
+    same, none = ops.keep_band_mass(banded, parent, parent + 0.0, y)
+    assert none is None and same is banded
+    plain, none = ops.keep_band_mass(program, parent, child_scores, y)
+    assert none is None and plain is program
