@@ -34,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from monsearch.eval.report import beyond_tolerance
 from monsearch.search.lineage import LineageStore
 
 CHECKPOINTS = (1, 2, 10, 25, 50, 100, 150, 200, 300, 500)
@@ -146,6 +147,8 @@ def generalisation(report: dict, label: str = "panel") -> dict:
         "worst_loss": None if worst is None else losses[worst],
         "worst_loss_at": worst,
         "losses": losses,
+        # Views whose loss interval lies wholly above the tolerance (beyond the noise).
+        "beyond_tolerance": beyond_tolerance(report, label),
     }
 
 
@@ -236,12 +239,13 @@ def report(out: dict, png: str | None) -> None:
     if out["generalisation"]:
         print("\nGeneralisation (panel labels; test: the worse of thresholds from val and recalibrated)")
         print(f"{'seed':>4} {'strategy':<16} {'val plain':>9} {'val inv.':>9} {'test':>7} "
-              f"{'flat':>7} {'invert.':>7} {'worst loss':>10}  where")
+              f"{'flat':>7} {'invert.':>7} {'worst loss':>10} {'beyond':>6}  where")
         for g in out["generalisation"]:
             print(
                 f"{g['seed']:>4} {g['strategy']:<16} {_f(g['val_plain']):>9} "
                 f"{_f(g['val_invariant']):>9} {_f(g['test_plain']):>7} {_f(g['test_flattened']):>7} "
-                f"{_f(g['test_inverted']):>7} {_f(g['worst_loss']):>10}  {g['worst_loss_at'] or ''}"
+                f"{_f(g['test_inverted']):>7} {_f(g['worst_loss']):>10} "
+                f"{len(g['beyond_tolerance']):>6}  {g['worst_loss_at'] or ''}"
             )
         for seed in out["seeds"]:
             rows = {g["strategy"]: g for g in out["generalisation"] if g["seed"] == seed}
@@ -256,7 +260,9 @@ def report(out: dict, png: str | None) -> None:
             print(f"seed {seed}: selected at {budgets[0]} vs stronger: invariant val "
                   f"{gains[0]:+.3f}, test flattened {gains[1]:+.3f}, inverted {gains[2]:+.3f}; "
                   f"worst shifted loss {_f(first['worst_loss'])}: issue 24 target "
-                  f"{'met' if ok else 'missed'}")
+                  f"{'met' if ok else 'missed'}; views beyond the noise: "
+                  f"{', '.join(first['beyond_tolerance']) or 'none'} (stronger seed: "
+                  f"{', '.join(base['beyond_tolerance']) or 'none'})")
     print("\noffline operators (used / improved on parent):")
     for op, row in sorted(off["operators"].items(), key=lambda kv: -kv[1]["n"]):
         print(f"  {op:<24} {row['n']:>4} {row['improved']:>4}")

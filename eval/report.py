@@ -90,6 +90,7 @@ def shifted_table(report: dict[str, Any], label: str = "panel") -> tuple[list[st
         "flattened: from val / recal.",
         "inverted: from val / recal.",
         "worst loss vs val",
+        "recal. loss, 90% interval",
         "cells left out",
     ]
     rows = []
@@ -99,6 +100,7 @@ def shifted_table(report: dict[str, Any], label: str = "panel") -> tuple[list[st
             continue
         cells = [name, _f(val_fit)]
         losses: list[float] = []
+        intervals: list[tuple[float, float, bool]] = []
         left_out = set()
         for view in ("flat", "inverted"):
             b = shifted.get(view) or {}
@@ -110,12 +112,50 @@ def shifted_table(report: dict[str, Any], label: str = "panel") -> tuple[list[st
                 f"{_f(b['recalibrated']['bauc']['aggregate'])}"
             )
             losses += [v for v in b["loss_vs_val"].values() if v is not None]
+            iv = (b.get("loss_interval") or {}).get("recalibrated")
+            if iv is not None:
+                intervals.append((iv[0], iv[1], bool(b.get("beyond_tolerance"))))
             left_out.add((len(b["excluded_cells"]), b["excluded_runs"]))
         cells.append(_signed(max(losses)) if losses else "n/a")
+        if intervals:  # the view whose interval reaches highest
+            lo, hi, beyond = max(intervals, key=lambda t: (t[0], t[1]))
+            cells.append(f"{_signed(lo)}..{_signed(hi)}" + (" !" if beyond else ""))
+        else:
+            cells.append("n/a")
         n_cells, n_runs = max(left_out) if left_out else (0, 0)
         cells.append(f"{n_cells} ({n_runs} runs)")
         rows.append(cells)
     return headers, rows
+
+
+def beyond_tolerance(report: dict[str, Any], label: str = "panel") -> list[str]:
+    """The shifted views (``"corpus view"``) whose recalibrated loss vs val has its
+    whole bootstrap interval above the report's loss tolerance."""
+    out = []
+    for name, c in report["corpora"].items():
+        for view, b in ((c.get(label) or {}).get("shifted") or {}).items():
+            if b.get("beyond_tolerance"):
+                out.append(f"{name} {view}")
+    return out
+
+
+def shifted_note(report: dict[str, Any], label: str = "panel") -> str:
+    """One sentence on the loss intervals: what '!' means and which views carry it."""
+    val = report.get("val") or {}
+    tol = val.get("loss_tolerance")
+    if tol is None:
+        return ""
+    lo, hi = val.get("interval") or (0.05, 0.95)
+    beyond = beyond_tolerance(report, label)
+    head = (
+        f"Recal. loss interval: the {lo:.0%}-{hi:.0%} bootstrap range of val minus the "
+        "recalibrated figure, both redrawn (runs within their cell and label), for the "
+        f"view reaching highest; '!' marks an interval wholly above the tolerance {tol:g}, "
+        "a drop the sampling noise of the two figures cannot explain. "
+    )
+    if beyond:
+        return head + "Beyond the tolerance: " + ", ".join(beyond) + "."
+    return head + "No view is beyond the tolerance."
 
 
 def _measures(c: dict[str, Any], labels: list[str]) -> tuple[list[str], list[list[str]]]:
@@ -311,6 +351,9 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
             ),
             Table(*shifted_table(report, "panel")),
         ]
+        note = shifted_note(report, "panel")
+        if note:
+            blocks.append(Paragraph(note))
         if any((c.get("true") or {}).get("shifted") for c in report["corpora"].values()):
             blocks += [
                 Heading(3, "The same on true labels"),

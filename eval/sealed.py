@@ -32,6 +32,7 @@ import numpy as np
 
 from monsearch.errors import MonsearchError
 
+from .bootstrap import bootstrap_aggregate
 from .costs import CostModel
 from .escalation import DEFAULT_GRID, RULES, ScoredSet, escalation_curves
 from .fitness import oracle_spend
@@ -143,6 +144,11 @@ class Options:
     fitness: str = "plain"
     cells: tuple[str, ...] = DEFAULT_CELL_KEYS
     cell_mass: str = "minority"
+    #: Bootstrap replicates behind the shifted views' loss intervals (0: none).
+    n_boot: int = 200
+    #: A shifted view's loss whose whole interval lies above this is flagged: the drop
+    #: from val is more than the sampling noise of either figure can explain.
+    loss_tolerance: float = 0.05
 
     @classmethod
     def of(cls, ev: EvaluationOptions) -> Options:
@@ -157,6 +163,7 @@ class Options:
             fitness=ev.fitness,
             cells=ev.cells,
             cell_mass=ev.cell_mass,
+            n_boot=ev.n_boot,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -335,6 +342,41 @@ def _view_weights(
     return prior_weights(y, split.cells, split.dimensions, view, mass=opts.cell_mass).weights
 
 
+#: The shifted views' intervals: the 5th and 95th percentiles of the bootstrap.
+INTERVAL = (0.05, 0.95)
+
+
+def _bootstrap(
+    split: ScoredSplit,
+    y: np.ndarray,
+    w: np.ndarray | None,
+    opts: Options,
+    seed: int,
+    budget_range: tuple[float, float] | None = None,
+) -> np.ndarray | None:
+    """The recalibrated aggregate's bootstrap distribution under weights ``w`` (runs
+    redrawn within their cell and label, so the weights carry over), or None when
+    ``opts.n_boot`` is 0 or the figure is undefined."""
+    if opts.n_boot <= 0:
+        return None
+    lo, hi = budget_range or (opts.b_lo, opts.b_hi)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            result = bootstrap_aggregate(
+                split.scores, y, split.dimensions, n_boot=opts.n_boot, seed=seed,
+                b_lo=lo, b_hi=hi, n_budgets=opts.n_budgets, on_small="warn",
+                weights=w, strata=None if w is None else split.cells,
+            )
+        except (BudgetRangeError, ValueError):
+            return None
+    return result.distribution[:, 0]
+
+
+def _interval(dist: np.ndarray | None) -> list[float] | None:
+    return None if dist is None else [float(np.quantile(dist, q)) for q in INTERVAL]
+
+
 def _view_figures(
     split: ScoredSplit, y: np.ndarray, w: np.ndarray, tau: np.ndarray, g: np.ndarray,
     budgets: np.ndarray,
@@ -360,13 +402,21 @@ def _val_thresholds(
 
 
 def shifted_views(
-    val: ScoredSplit, target: ScoredSplit, label: str, opts: Options, val_fitness: float | None
+    val: ScoredSplit,
+    target: ScoredSplit,
+    label: str,
+    opts: Options,
+    val_fitness: float | None,
+    val_dist: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """``target`` under each shifted view: a reweighting of its runs, nothing re-run.
 
     Per view: thresholds transferred from val (under the run's fitness view) and
     recalibrated on the target's own weighted benign runs; the loss is val's figure
-    under the run's fitness view minus each.
+    under the run's fitness view minus each. With ``val_dist`` (val's bootstrap under
+    its fitness view) the recalibrated loss gets an interval: val's replicates minus
+    the target's, each redrawn on its own, so it holds the noise of both figures; a
+    loss whose whole interval lies above ``opts.loss_tolerance`` is flagged.
     """
     y = target.labels[label]
     out: dict[str, Any] = {}
@@ -405,6 +455,15 @@ def shifted_views(
             else val_fitness - fig["bauc"]["aggregate"]
             for kind, fig in (("transferred", tr), ("recalibrated", rc))
         }
+        dist = _bootstrap(target, y, w, opts, seed=1, budget_range=(lo, hi))
+        rc["interval"] = _interval(dist)
+        loss_interval = (
+            None if dist is None or val_dist is None else _interval(val_dist - dist)
+        )
+        block["loss_interval"] = {"recalibrated": loss_interval}
+        block["beyond_tolerance"] = (
+            None if loss_interval is None else bool(loss_interval[0] > opts.loss_tolerance)
+        )
         out[view] = block
     return out
 
@@ -476,6 +535,7 @@ def evaluate_targets(
     view = FITNESS_VIEWS.get(opts.fitness, "plain")
     val_block["fitness_view"] = opts.fitness
     val_block["views"] = {}
+    val_dists: dict[str, np.ndarray | None] = {}
     for label, y in val.labels.items():
         w = _view_weights(val, y, view, opts)
         agg = (val_block[label].get("bauc") or {}).get("aggregate")
@@ -489,7 +549,13 @@ def evaluate_targets(
                     ).aggregate
                 except BudgetRangeError:
                     agg = None
-        val_block["views"][label] = {"view": opts.fitness, "aggregate": agg}
+        val_dist = _bootstrap(val, y, w, opts, seed=0) if agg is not None else None
+        val_dists[label] = val_dist
+        val_block["views"][label] = {
+            "view": opts.fitness,
+            "aggregate": agg,
+            "interval": _interval(val_dist),
+        }
     corpora: dict[str, Any] = {}
     for name, t in targets.items():
         entry: dict[str, Any] = {
@@ -515,7 +581,7 @@ def evaluate_targets(
             }
             if t.cells is not None and val.cells is not None:
                 entry[label]["shifted"] = shifted_views(
-                    val, t, label, opts, _val_view_fitness(val_block, label)
+                    val, t, label, opts, _val_view_fitness(val_block, label), val_dists.get(label)
                 )
         y = t.labels["panel"]
         entry["oracle"] = oracle_spend(t.oracle_calls, y, rho_cap=opts.rho).to_dict()
@@ -527,6 +593,8 @@ def evaluate_targets(
         if have_judge
         else {"skipped": "no escalation-judge scores"}
     )
+    val_block["loss_tolerance"] = opts.loss_tolerance
+    val_block["interval"] = list(INTERVAL)
     return {
         "val": val_block,
         "corpora": corpora,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,12 @@ def run_sealed_test(
     ledger: Ledger | None = None,
     scorer: Scorer | None = None,
     progress: Callable[[str], None] | None = None,
+    loss_tolerance: float | None = None,
 ) -> dict[str, Any]:
     """Evaluate the run's frozen strategy on its sealed splits, once; the report as a dict.
+
+    ``loss_tolerance``: a shifted view's loss vs val whose whole bootstrap interval lies
+    above it is flagged (default 0.05).
 
     The run is read through :func:`monsearch.search.frozen.verify_run` (a run folder
     that differs from what the run recorded is refused, exit 2). Refuses
@@ -88,6 +93,8 @@ def run_sealed_test(
     verified = verify_run(run, ledger=ledger)
     config = verified.config
     opts = Options.of(EvaluationOptions.from_config(config))
+    if loss_tolerance is not None:
+        opts = replace(opts, loss_tolerance=float(loss_tolerance))
     strategy = _program(verified, program_id)
     path = run_corpus(config)
     ident, sealed_names = read_identity(path)
@@ -227,6 +234,7 @@ def test(
     workers: int = 1,
     runs_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    loss_tolerance: float | None = None,
 ) -> dict[str, Any]:
     """``monsearch test RUN`` as a function: the sealed test's report (a dict, as
     ``report.json`` holds it). Writes nothing but the ledger entry; the command writes
@@ -240,4 +248,5 @@ def test(
         costs=costs,
         workers=workers,
         progress=progress,
+        loss_tolerance=loss_tolerance,
     )

@@ -55,6 +55,14 @@ from monsearch.errors import MonsearchError
     show_default=True,
     help="Splits scored at the same time (one sandbox worker each).",
 )
+@click.option(
+    "--loss-tolerance",
+    type=click.FloatRange(min=0.0),
+    default=0.05,
+    show_default=True,
+    help="A shifted view's loss vs val whose whole 90% bootstrap interval lies above this "
+    "is flagged (a drop the sampling noise cannot explain).",
+)
 def test_cmd(
     run_ref: str,
     program_id: str | None,
@@ -64,6 +72,7 @@ def test_cmd(
     out: Path | None,
     runs_dir: Path | None,
     workers: int,
+    loss_tolerance: float,
 ) -> None:
     """Evaluate RUN's frozen strategy once on test and every cross-generator split.
 
@@ -84,7 +93,13 @@ def test_cmd(
     from monsearch.api.sealed_test import run_sealed_test
     from monsearch.commands.paths import ensure_writable_dir
     from monsearch.eval.costs import load_costs
-    from monsearch.eval.report import report_json, shifted_table, summary_table, write_report
+    from monsearch.eval.report import (
+        report_json,
+        shifted_note,
+        shifted_table,
+        summary_table,
+        write_report,
+    )
     from monsearch.eval.sealed_reports import REPORT_FILE, REPORTS_DIR, new_report_folder
     from monsearch.search.runs import resolve_run
 
@@ -118,6 +133,7 @@ def test_cmd(
             costs=costs,
             workers=workers,
             progress=progress,
+            loss_tolerance=loss_tolerance,
         )
     finally:
         if status is not None:
@@ -171,7 +187,7 @@ def test_cmd(
                 "under shifted base rates (each corpus reweighted, nothing re-run)",
                 shifted_headers,
                 [(r, None) for r in shifted_rows],
-                kinds=["name", "number", "number", "number", "number", "text"],
+                kinds=["name", "number", "number", "number", "number", "text", "text"],
             )
         )
         print_note(
@@ -180,7 +196,8 @@ def test_cmd(
             "cell's failure share mirrored around one half, so a monitor that scores which "
             "task was solved rather than what the agent did loses. From val / recalibrated "
             f"thresholds; val under the run's fitness ({view}); worst loss: val minus the "
-            "worse figure. Cells left out: pure cells (one class only).",
+            "worse figure. Cells left out: pure cells (one class only). "
+            + shifted_note(report),
         )
     for note in report.get("notes", [])[:3]:
         console.print(f"note: {note}", markup=False)

@@ -146,6 +146,57 @@ def test_shifted_views_reweight_only():
     assert rc["aggregate"] == pytest.approx(chance, abs=1e-9)
 
 
+def test_shifted_losses_carry_a_bootstrap_interval_and_a_flag():
+    """Each shifted view's recalibrated loss has a seeded bootstrap interval around it;
+    a monitor that loses much more than the noise on one target is flagged there, and
+    an unchanged target (the same runs as val) is not."""
+    from monsearch.eval.costs import CostModel
+    from monsearch.eval.report import beyond_tolerance, shifted_note, shifted_table
+    from monsearch.eval.sealed import Options, ScoredSplit, evaluate_targets
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    task, outcome = rng.integers(0, 6, n), rng.integers(0, 3, n)
+    rate = np.linspace(0.2, 0.8, 18)[task * 3 + outcome]
+    y = rng.random(n) < rate
+    good = rng.normal(size=n) + 2.0 * y
+    cells = np.array([f"t{t}|{o}" for t, o in zip(task, outcome, strict=True)])
+    dims = np.array([f"d{t % 3}" for t in task])
+    tasks = np.array([f"t{t}" for t in task])
+    val = ScoredSplit("val", good, {"panel": y}, dims, tasks, cells=cells)
+    same = ScoredSplit("test", good.copy(), {"panel": y}, dims, tasks, cells=cells)
+    # The same runs, but the monitor sees much less of what the agent did.
+    worse = ScoredSplit("xgen-x", rng.normal(size=n) + 0.6 * y, {"panel": y}, dims, tasks,
+                        cells=cells)  # fmt: skip
+    opts = Options(fitness="invariant", n_boot=100)
+    report = evaluate_targets(val, {"test": same, "xgen-x": worse}, opts, CostModel(), rules=())
+    val_block = report["val"]
+    lo, hi = val_block["views"]["panel"]["interval"]
+    assert lo < val_block["views"]["panel"]["aggregate"] < hi
+    assert val_block["loss_tolerance"] == 0.05 and val_block["interval"] == [0.05, 0.95]
+    for name, c in report["corpora"].items():
+        for view, b in c["panel"]["shifted"].items():
+            point = b["loss_vs_val"]["recalibrated"]
+            ilo, ihi = b["loss_interval"]["recalibrated"]
+            assert ilo < point < ihi, (name, view)
+            r_lo, r_hi = b["recalibrated"]["interval"]
+            assert r_lo < b["recalibrated"]["bauc"]["aggregate"] < r_hi
+            assert b["beyond_tolerance"] is (ilo > 0.05)
+    assert beyond_tolerance(report) == ["xgen-x flat", "xgen-x inverted"]
+    assert "Beyond the tolerance: xgen-x flat, xgen-x inverted." in shifted_note(report)
+    _, rows = shifted_table(report)
+    assert not rows[0][5].endswith("!")
+    assert rows[1][5].endswith(" !")
+    # Seeded: the same inputs give the same intervals; n_boot = 0 gives none.
+    again = evaluate_targets(val, {"test": same, "xgen-x": worse}, opts, CostModel(), rules=())
+    assert again["corpora"] == report["corpora"]
+    from dataclasses import replace
+
+    off = evaluate_targets(val, {"xgen-x": worse}, replace(opts, n_boot=0), CostModel(), rules=())
+    b = off["corpora"]["xgen-x"]["panel"]["shifted"]["flat"]
+    assert b["loss_interval"]["recalibrated"] is None and b["beyond_tolerance"] is None
+
+
 def test_html_is_self_contained(real_report):
     _, out = real_report
     page = (out / "report.html").read_text()
