@@ -288,20 +288,21 @@ def band_mass(scores: np.ndarray, labels: np.ndarray, lo: float, hi: float) -> f
 def keep_band_mass(
     child: Program, parent_scores: np.ndarray, child_scores: np.ndarray, labels: np.ndarray
 ) -> tuple[Program, str | None]:
-    """``child`` with its oracle band moved so it holds no more benign train runs than
-    the parent's band did, and a note saying so (None: nothing moved).
+    """``child`` with its oracle band moved when it holds more benign train runs than
+    any band may (:data:`MAX_BAND_MASS`, or the parent's own mass if that is more), and
+    a note saying so (None: nothing moved).
 
     The band is in score units; a new detector that fires on many passes lifts their
     scores into it, and the child spends the judge on runs the parent never escalated
-    (over the cap ``rho`` on val). The band keeps its place in the benign score
-    distribution instead: the same benign quantiles, then raised edge by edge past ties
-    until the benign mass is back at the parent's.
+    (over the cap ``rho`` on val). Within the limit that is the child's own choice; past
+    it the band keeps its place in the benign score distribution instead: the parent's
+    benign quantiles, then the lower edge raised past ties until the mass fits.
     """
     if not child.oracle_band:
         return child, None
     lo, hi = float(child.param("band_lo") or 0.0), float(child.param("band_hi") or 0.0)
     labels = np.asarray(labels, dtype=bool)
-    allowed = max(band_mass(parent_scores, labels, lo, hi), 1e-12)
+    allowed = max(band_mass(parent_scores, labels, lo, hi), MAX_BAND_MASS)
     if band_mass(child_scores, labels, lo, hi) <= allowed * 1.05:
         return child, None
     before, after = parent_scores[~labels], child_scores[~labels]
@@ -328,8 +329,8 @@ def keep_band_mass(
     mass = band_mass(child_scores, labels, new_lo, new_hi)
     moved = child.with_params({"band_lo": new_lo, "band_hi": new_hi})
     return moved, (
-        f"oracle band moved to [{new_lo:g}, {new_hi:g}) to hold the parent's benign "
-        f"train mass ({mass:.3f})"
+        f"oracle band moved to [{new_lo:g}, {new_hi:g}) to hold its benign train mass "
+        f"at the parent's place ({mass:.3f})"
     )
 
 

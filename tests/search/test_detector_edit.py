@@ -376,7 +376,9 @@ def test_a_broad_detector_leaves_the_oracle_band_at_the_parents_benign_mass(sand
     from monsearch.strategies.convention import render
 
     info = ProgramInfo("p-band", render(parent), 0.1, {}, operator="seed")
-    allowed = band_mass(train_run(info.source)[0], y, lo, hi)
+    from monsearch.search.operators import MAX_BAND_MASS
+
+    allowed = max(band_mass(train_run(info.source)[0], y, lo, hi), MAX_BAND_MASS)
     with StubLLMServer() as stub:
         stub.script(Reply.text(POSTS))
         p = _proposer(stub).propose(info, [], random.Random(3), _context(sandboxed_train))
