@@ -128,6 +128,10 @@ def shifted_table(report: dict[str, Any], label: str = "panel") -> tuple[list[st
     return headers, rows
 
 
+def _min_per_class(report: dict[str, Any]) -> int:
+    return int((report.get("evaluation") or {}).get("min_per_class") or 1)
+
+
 def beyond_tolerance(report: dict[str, Any], label: str = "panel") -> list[str]:
     """The shifted views (``"corpus view"``) whose recalibrated loss vs val has its
     whole bootstrap interval above the report's loss tolerance."""
@@ -344,10 +348,12 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
                 "inverted, each cell's failure share mirrored around one half, so a "
                 "monitor that scores which task was solved instead of what the agent did "
                 "loses here. A cell counts as much as its smaller class can carry "
-                "(cell_mass minority; pure cells are left out). "
+                f"(cell_mass {(report.get('evaluation') or {}).get('cell_mass', 'minority')}); "
+                f"a cell with fewer than {_min_per_class(report)} failures or passes is left "
+                "out, since a handful of runs cannot stand for a cell's whole class. "
                 f"Val is measured under the run's fitness view "
-                f"({(views.get('panel') or {}).get('view', 'plain')}); the loss is val minus "
-                "the worse of the two figures.",
+                f"({(views.get('panel') or {}).get('view', 'plain')}, the same cell rule); the "
+                "loss is val minus the worse of the two figures.",
             ),
             Table(*shifted_table(report, "panel")),
         ]

@@ -54,7 +54,13 @@ from .metrics import (
     thresholds,
 )
 from .options import EvaluationOptions
-from .priors import DEFAULT_CELL_KEYS, FITNESS_VIEWS, context_cells, prior_weights
+from .priors import (
+    DEFAULT_CELL_KEYS,
+    FITNESS_VIEWS,
+    MIN_PER_CLASS,
+    context_cells,
+    prior_weights,
+)
 from .summary import budget_key, compute_metrics
 
 REPORT_FORMAT = "monsearch-sealed-test"
@@ -144,6 +150,13 @@ class Options:
     fitness: str = "plain"
     cells: tuple[str, ...] = DEFAULT_CELL_KEYS
     cell_mass: str = "minority"
+    #: Fewest failures and fewest passes a cell needs to count in the shifted views
+    #: (and in val's figure they are measured from). A cell with fewer runs of a class
+    #: is left out: reweighting it lets a handful of runs stand for a whole cell's
+    #: class (on a development corpus four passes carried 5 % of a cross-generator
+    #: split's benign mass under the inverted view, and with it every threshold), and
+    #: the bootstrap cannot see that noise (four alike runs redrawn are still four).
+    min_per_class: int = MIN_PER_CLASS
     #: Bootstrap replicates behind the shifted views' loss intervals (0: none).
     n_boot: int = 200
     #: A shifted view's loss whose whole interval lies above this is flagged: the drop
@@ -339,7 +352,10 @@ def _view_weights(
 ) -> np.ndarray | None:
     if view == "plain" or split.cells is None:
         return None
-    return prior_weights(y, split.cells, split.dimensions, view, mass=opts.cell_mass).weights
+    return prior_weights(
+        y, split.cells, split.dimensions, view, mass=opts.cell_mass,
+        min_per_class=opts.min_per_class,
+    ).weights
 
 
 #: The shifted views' intervals: the 5th and 95th percentiles of the bootstrap.
@@ -421,7 +437,10 @@ def shifted_views(
     y = target.labels[label]
     out: dict[str, Any] = {}
     for view in SHIFTED_VIEWS:
-        pw = prior_weights(y, target.cells, target.dimensions, view, mass=opts.cell_mass)
+        pw = prior_weights(
+            y, target.cells, target.dimensions, view, mass=opts.cell_mass,
+            min_per_class=opts.min_per_class,
+        )
         w = pw.weights
         assert w is not None
         n_eff = effective_size(w[~y])

@@ -196,7 +196,8 @@ def test_cmd(
             "cell's failure share mirrored around one half, so a monitor that scores which "
             "task was solved rather than what the agent did loses. From val / recalibrated "
             f"thresholds; val under the run's fitness ({view}); worst loss: val minus the "
-            "worse figure. Cells left out: pure cells (one class only). "
+            "worse figure. Cells left out: fewer than "
+            f"{(report.get('evaluation') or {}).get('min_per_class', 1)} failures or passes. "
             + shifted_note(report),
         )
     for note in report.get("notes", [])[:3]:
