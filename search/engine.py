@@ -385,6 +385,8 @@ class Search:
         return self.evaluator.evaluate_val([source])[0]
 
     def _tune(self, pending: _Pending) -> None:
+        from monsearch.strategies.convention import BAND_PARAMS
+
         from .tuning import tune_params
 
         source = pending.proposal.source
@@ -402,6 +404,7 @@ class Search:
                 if self.evaluator.can_confirm
                 else None
             ),
+            fixed=BAND_PARAMS,
         )
         pending.timings["tune_s"] = time.perf_counter() - t0
         if self._background is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +90,7 @@ def tune_params(
     batch: int = 1,
     confirm: Callable[[list[Mapping[str, float] | None]], list[float]] | None = None,
     confirm_top: int = 3,
+    fixed: Collection[str] = (),
 ) -> TuneResult | None:
     """Tune ``source``'s PARAMS with optuna's TPE sampler; None if it has none or fails.
 
@@ -104,13 +105,17 @@ def tune_params(
     trials and the current values on train runs the tuner did not see; the best
     there wins (the current values on a tie), so a tuning that only fits the
     tuner's subset is not kept.
+
+    ``fixed``: PARAMS left as they are, because the objective cannot see them (the
+    oracle band's: train scores never consult the judge, so any band scores the same
+    there, and a tuned band would only be a random one, often over the oracle cap).
     """
     import optuna
 
     params = extract_params(source)
-    if not params or trials < 1:
+    names = sorted(n for n in params if n not in set(fixed))
+    if not names or trials < 1:
         return None
-    names = sorted(params)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(
         direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed % 2**32)

@@ -143,6 +143,33 @@ def test_a_tuning_the_held_out_runs_confirm_is_kept_with_their_choice():
     assert float(unconfirmed.source.split('"a": ')[1].split("}")[0]) >= tuned
 
 
+def test_the_oracle_band_is_never_tuned():
+    """Train scores never consult the judge, so the band's PARAMS cannot change the
+    tuner's objective: tuned, they would only drift (and a wider band goes over the
+    oracle cap on val). They stay as written; the others are tuned as before."""
+    from monsearch.search.tuning import tune_params
+    from monsearch.strategies.convention import BAND_PARAMS
+
+    source = (
+        'PARAMS = {"a": 1.0, "band_lo": 2.0, "band_hi": 3.0, "w_oracle": 4.0}\n\n\n'
+        'def score(traj):\n    return PARAMS["a"]\n'
+    )
+    seen = []
+
+    def score_many(plist):
+        seen.extend(p for p in plist if p is not None)
+        return [np.array([_a(p)]) for p in plist]
+
+    result = tune_params(source, score_many, lambda s: float(s[0]), trials=8, seed=0,
+                         fixed=BAND_PARAMS)  # fmt: skip
+    assert result is not None and result.changed == ("a",)
+    assert seen and all(set(p) == {"a"} for p in seen)
+    assert '"band_lo": 2.0, "band_hi": 3.0, "w_oracle": 4.0' in result.source
+    only_band = 'PARAMS = {"band_lo": 2.0}\n\n\ndef score(traj):\n    return 0.0\n'
+    assert tune_params(only_band, score_many, lambda s: 0.0, trials=8, seed=0,
+                       fixed=BAND_PARAMS) is None  # fmt: skip
+
+
 def test_confirmation_reads_only_train_runs_outside_the_tuners_subset(small_corpus):
     with _evaluator(small_corpus, train_subset=120, proposer_subset=0) as ev:
         assert ev.can_confirm
