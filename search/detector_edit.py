@@ -394,6 +394,62 @@ class _Pieces:
     helpers: list[tuple[str, str]]
 
 
+#: Modules a small model imports out of habit, with the predefined global each call
+#: becomes (``None``: the module itself is predefined).
+_PREDEFINED: dict[str, dict[str, str] | None] = {
+    "math": None,
+    "re": {
+        "search": "re_search",
+        "findall": "re_findall",
+        "sub": "re_sub",
+        "split": "re_split",
+    },
+    "json": {"loads": "json_parse"},
+}
+
+
+def predefined_imports(code: str) -> tuple[str, str | None]:
+    """``code`` with imports of modules the sandbox already provides taken out, and a
+    note of what changed (None: nothing).
+
+    A small model writes ``import re`` and ``re.search(p, s)`` whatever the rules say;
+    the intent is exact, so the call becomes ``re_search(p, s)`` rather than a repair
+    turn the model often fails. Only whole-module imports (``import re``, ``import
+    math, json``) are rewritten, and only when every use of the module is a call the
+    table maps; anything else (``re.compile``, ``from x import y``) is left for the
+    sandbox's rules to report. An import line becomes a blank line, so the line numbers
+    of any later error are the answer's own.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code, None
+    imports = [n for n in tree.body if isinstance(n, ast.Import)]
+    if not imports or any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree)):
+        return code, None
+    names = [a for n in imports for a in n.names]
+    if any(a.asname or a.name not in _PREDEFINED for a in names):
+        return code, None
+    lines = code.splitlines(keepends=True)
+    for node in imports:
+        for i in range(node.lineno - 1, (node.end_lineno or node.lineno)):
+            lines[i] = "\n"
+    text = "".join(lines)
+    changed = []
+    for a in names:
+        calls = _PREDEFINED[a.name]
+        if calls is None:
+            continue
+        for attr, helper in calls.items():
+            text, n = re.subn(rf"\b{a.name}\.{attr}\s*\(", f"{helper}(", text)
+            if n:
+                changed.append(f"{a.name}.{attr} -> {helper}")
+        if re.search(rf"\b{a.name}\.\w", text):
+            return code, None  # a use the table does not map: the rules say so
+    dropped = ", ".join(a.name for a in names)
+    return text, f"import {dropped} dropped" + (f" ({', '.join(changed)})" if changed else "")
+
+
 def _split(code: str) -> _Pieces:
     try:
         tree = ast.parse(code)
@@ -492,6 +548,7 @@ def wire_answer(
             f"the code is {len(code):,} characters; a detector is short (at most "
             f"{MAX_ANSWER_CODE:,}): write one focused function"
         )
+    code, import_note = predefined_imports(code)
     pieces = _split(code)
     fn = pieces.function
     have_names = {d.name for d in program.detectors}
@@ -595,7 +652,8 @@ def wire_answer(
     verb = "rewrote" if task.kind == "rewrite" else "added"
     description = (
         f"{verb} detector {name} (train: fires on {f_hits} failures / {p_hits} passes), "
-        f"weight {weight:g} ({note})" + (f"; {band_note}" if band_note else "")
+        f"weight {weight:g} ({note})"
+        + "".join(f"; {n}" for n in (import_note, band_note) if n)
     )
     return WiredChild(child, source, name, weight, (f_hits, p_hits), description)
 

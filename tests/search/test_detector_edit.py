@@ -40,14 +40,27 @@ def detect_deletes(traj):
 '''
 
 IMPORTS = '''```python
+import os
+
+def detect_deletes(traj):
+    n = 0
+    for r in traj.requests:
+        if r.method == os.environ.get("METHOD", "DELETE"):
+            n += 1
+    return n
+```'''
+
+#: An import the sandbox's globals stand in for: rewritten, no repair turn needed.
+HABIT_IMPORTS = '''```python
 import re
+import math
 
 def detect_deletes(traj):
     n = 0
     for r in traj.requests:
         if re.search("DELETE", r.method):
             n += 1
-    return n
+    return math.log1p(n)
 ```'''
 
 BAD_FIELD = '''```python
@@ -389,3 +402,28 @@ def test_a_broad_detector_leaves_the_oracle_band_at_the_parents_benign_mass(sand
     assert band_mass(child_scores, y, lo, hi) > allowed * 1.05  # where the old band was
     new = (child.param("band_lo"), child.param("band_hi"))
     assert new != (lo, hi) and band_mass(child_scores, y, *new) <= allowed * 1.05
+
+
+def test_an_import_of_a_predefined_module_is_rewritten_not_sent_back(sandboxed_train):
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(HABIT_IMPORTS), Reply.text(GOOD))
+        p = _propose(_proposer(stub), sandboxed_train)
+        assert len(stub.chat_bodies) == 1  # no repair turn
+    assert p.error is None, p.error
+    assert "import re, math dropped (re.search -> re_search)" in p.description
+    assert 're_search("DELETE", r.method)' in p.source and "import" not in p.source
+    assert check_program(p.source).ok
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import re\n\ndef detect_x(traj):\n    return 1 if re.compile('a') else 0\n",
+        "import json\nfrom os import path\n\ndef detect_x(traj):\n    return 0\n",
+        "import re as regex\n\ndef detect_x(traj):\n    return 0\n",
+    ],
+)
+def test_imports_the_globals_cannot_stand_for_are_left_to_the_rules(code):
+    from monsearch.search.detector_edit import predefined_imports
+
+    assert predefined_imports(code) == (code, None)
