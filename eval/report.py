@@ -128,7 +128,9 @@ def shifted_table(report: dict[str, Any], label: str = "panel") -> tuple[list[st
     return headers, rows
 
 
-def _min_per_class(report: dict[str, Any]) -> int:
+def min_per_class_of(report: dict[str, Any]) -> int:
+    """Fewest failures and passes a cell needed in the report's shifted views (1 in
+    reports made before the rule)."""
     return int((report.get("evaluation") or {}).get("min_per_class") or 1)
 
 
@@ -349,7 +351,7 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
                 "monitor that scores which task was solved instead of what the agent did "
                 "loses here. A cell counts as much as its smaller class can carry "
                 f"(cell_mass {(report.get('evaluation') or {}).get('cell_mass', 'minority')}); "
-                f"a cell with fewer than {_min_per_class(report)} failures or passes is left "
+                f"a cell with fewer than {min_per_class_of(report)} failures or passes is left "
                 "out, since a handful of runs cannot stand for a cell's whole class. "
                 f"Val is measured under the run's fitness view "
                 f"({(views.get('panel') or {}).get('view', 'plain')}, the same cell rule); the "

@@ -665,9 +665,9 @@ def _keep_band(
     context: ProposalContext,
     y: np.ndarray,
 ) -> tuple[Program, str | None]:
-    """The child with its oracle band kept at the parent's benign train mass
-    (:func:`.operators.keep_band_mass`): a detector that fires on many passes would
-    otherwise push them into the band and the child over the oracle cap."""
+    """The child with its oracle band moved back among the benign scores when the new
+    detector lifts more passes into it than any band may hold
+    (:func:`.operators.keep_band_mass`), which would put the child over the oracle cap."""
     from .operators import keep_band_mass
 
     if not child.oracle_band or parent_scores is None:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from monsearch.errors import MonsearchError
+from monsearch.strategies.convention import BAND_PARAMS
 
 from .config import EvolveConfig
 from .database import ProgramsDatabase, derived_seed
@@ -385,8 +386,6 @@ class Search:
         return self.evaluator.evaluate_val([source])[0]
 
     def _tune(self, pending: _Pending) -> None:
-        from monsearch.strategies.convention import BAND_PARAMS
-
         from .tuning import tune_params
 
         source = pending.proposal.source

@@ -94,6 +94,7 @@ def test_cmd(
     from monsearch.commands.paths import ensure_writable_dir
     from monsearch.eval.costs import load_costs
     from monsearch.eval.report import (
+        min_per_class_of,
         report_json,
         shifted_note,
         shifted_table,
@@ -196,8 +197,8 @@ def test_cmd(
             "cell's failure share mirrored around one half, so a monitor that scores which "
             "task was solved rather than what the agent did loses. From val / recalibrated "
             f"thresholds; val under the run's fitness ({view}); worst loss: val minus the "
-            "worse figure. Cells left out: fewer than "
-            f"{(report.get('evaluation') or {}).get('min_per_class', 1)} failures or passes. "
+            f"worse figure. Cells left out: fewer than {min_per_class_of(report)} failures "
+            "or passes. "
             + shifted_note(report),
         )
     for note in report.get("notes", [])[:3]:
