@@ -32,9 +32,7 @@ import ast
 import math
 import random
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -47,6 +45,7 @@ from monsearch.strategies.convention import (
     render_params,
 )
 
+from .answer_repair import field_error_hint, predefined_imports, where_strings_occur
 from .mining import MINED_PREFIX
 from .prompts import _train_summary, describe_trajectory
 from .proposal import ProgramInfo, ProposalContext
@@ -105,7 +104,10 @@ fields only, never assign to them. Return an int or float >= 0: 0 when the run s
 nothing, more when it shows more; cap counts, e.g. `return min(n, 5)`. Test values
 this reference lists (methods, host classes, kinds, where) or strings you see in the
 runs shown: a word you make up matches no run, and a detector that never fires is
-refused."""
+refused. Read each field off the object that has it: a step has no .method, .url,
+.host_class or .body (its requests do: `for r in step.requests`); a request has no
+.command, .think or .observation (its step does); a finding has no .repeat. A kind
+such as "jwt" is a value, not a field: `f.kind == "jwt"`."""
 
 _FORMAT = """\
 Answer with one ```python block holding only the function (and constants it needs
@@ -325,64 +327,6 @@ def defines_score(code: str) -> bool:
     return _DEF_SCORE.search(code) is not None
 
 
-#: Where :func:`where_strings_occur` looks: (field as the detector reads it, the view's
-#: list and key), requests first (what small models most often test in the wrong place).
-_STRING_FIELDS = (
-    ("r.path", "requests", "path"),
-    ("r.url", "requests", "url"),
-    ("r.body", "requests", "body"),
-    ("r.method", "requests", "method"),
-    ("step.command", "steps", "command"),
-    ("step.observation", "steps", "observation"),
-    ("f.kind", "secrets", "kind"),
-)
-#: Runs searched for a detector's strings (the first ones of train: enough to say where
-#: a string lives, cheap beside the run on train that found it fires on nothing).
-_STRING_RUNS = 400
-
-
-def where_strings_occur(fn: ast.FunctionDef, views: Sequence[Any], *, max_strings: int = 4) -> str:
-    """For a detector that fired on nothing: where each string it tests occurs in train
-    runs (as a regex when it compiles, else as text; case-insensitive), so the repair
-    turn can move a test to the field that holds it, e.g. "'auth/login': in r.path of
-    812 runs, in no r.body". Empty when the function tests no string."""
-    strings: list[str] = []
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value
-            if 3 <= len(text) <= 200 and text not in strings and not text.isspace():
-                strings.append(text)
-    if not strings:
-        return ""
-    parts = []
-    for text in strings[:max_strings]:
-        try:
-            pattern = re.compile(text, re.IGNORECASE)
-        except re.error:
-            pattern = re.compile(re.escape(text), re.IGNORECASE)
-        counts: dict[str, int] = {}
-        for view in views[:_STRING_RUNS]:
-            for label, kind, key in _STRING_FIELDS:
-                if any(
-                    isinstance(v := item.get(key), str) and pattern.search(v[:20_000])
-                    for item in view.get(kind, ())
-                ):
-                    counts[label] = counts.get(label, 0) + 1
-        if counts:
-            found = ", ".join(
-                f"in {k} of {n} runs" for k, n in sorted(counts.items(), key=lambda x: -x[1])
-            )
-            parts.append(f"{text!r}: {found}")
-        else:
-            parts.append(f"{text!r}: in no field of any run")
-    n = min(len(views), _STRING_RUNS)
-    return (
-        ". Where the strings your code tests occur (first "
-        + f"{n} train runs): "
-        + "; ".join(parts)
-    )
-
-
 def _err(node: ast.AST, message: str) -> DetectorError:
     return DetectorError(f"line {getattr(node, 'lineno', 1)}: {message}")
 
@@ -392,62 +336,6 @@ class _Pieces:
     function: ast.FunctionDef
     constants: list[tuple[str, str]]
     helpers: list[tuple[str, str]]
-
-
-#: Modules a small model imports out of habit, with the predefined global each call
-#: becomes (``None``: the module itself is predefined).
-_PREDEFINED: dict[str, dict[str, str] | None] = {
-    "math": None,
-    "re": {
-        "search": "re_search",
-        "findall": "re_findall",
-        "sub": "re_sub",
-        "split": "re_split",
-    },
-    "json": {"loads": "json_parse"},
-}
-
-
-def predefined_imports(code: str) -> tuple[str, str | None]:
-    """``code`` with imports of modules the sandbox already provides taken out, and a
-    note of what changed (None: nothing).
-
-    A small model writes ``import re`` and ``re.search(p, s)`` whatever the rules say;
-    the intent is exact, so the call becomes ``re_search(p, s)`` rather than a repair
-    turn the model often fails. Only whole-module imports (``import re``, ``import
-    math, json``) are rewritten, and only when every use of the module is a call the
-    table maps; anything else (``re.compile``, ``from x import y``) is left for the
-    sandbox's rules to report. An import line becomes a blank line, so the line numbers
-    of any later error are the answer's own.
-    """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return code, None
-    imports = [n for n in tree.body if isinstance(n, ast.Import)]
-    if not imports or any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree)):
-        return code, None
-    names = [a for n in imports for a in n.names]
-    if any(a.asname or a.name not in _PREDEFINED for a in names):
-        return code, None
-    lines = code.splitlines(keepends=True)
-    for node in imports:
-        for i in range(node.lineno - 1, (node.end_lineno or node.lineno)):
-            lines[i] = "\n"
-    text = "".join(lines)
-    changed = []
-    for a in names:
-        calls = _PREDEFINED[a.name]
-        if calls is None:
-            continue
-        for attr, helper in calls.items():
-            text, n = re.subn(rf"\b{a.name}\.{attr}\s*\(", f"{helper}(", text)
-            if n:
-                changed.append(f"{a.name}.{attr} -> {helper}")
-        if re.search(rf"\b{a.name}\.\w", text):
-            return code, None  # a use the table does not map: the rules say so
-    dropped = ", ".join(a.name for a in names)
-    return text, f"import {dropped} dropped" + (f" ({', '.join(changed)})" if changed else "")
 
 
 def _split(code: str) -> _Pieces:
@@ -595,8 +483,10 @@ def wire_answer(
         raise DetectorError(report.message)
     values, error = context.run_on_train(frame)
     if values is None:
+        error = error or "unknown error"
         raise DetectorError(
-            f"{fn.name} failed when run on the training runs: {error or 'unknown error'}"
+            f"{fn.name} failed when run on the training runs: {error}"
+            + field_error_hint(error, fn, code, context.train.views)
         )
     col = np.asarray(values, dtype=float)
     y = np.asarray(context.train.labels).astype(bool)
@@ -652,8 +542,7 @@ def wire_answer(
     verb = "rewrote" if task.kind == "rewrite" else "added"
     description = (
         f"{verb} detector {name} (train: fires on {f_hits} failures / {p_hits} passes), "
-        f"weight {weight:g} ({note})"
-        + "".join(f"; {n}" for n in (import_note, band_note) if n)
+        f"weight {weight:g} ({note})" + "".join(f"; {n}" for n in (import_note, band_note) if n)
     )
     return WiredChild(child, source, name, weight, (f_hits, p_hits), description)
 

@@ -424,6 +424,103 @@ def test_an_import_of_a_predefined_module_is_rewritten_not_sent_back(sandboxed_t
     ],
 )
 def test_imports_the_globals_cannot_stand_for_are_left_to_the_rules(code):
-    from monsearch.search.detector_edit import predefined_imports
+    from monsearch.search.answer_repair import predefined_imports
 
     assert predefined_imports(code) == (code, None)
+
+
+@pytest.mark.parametrize(
+    ("code", "note", "reads"),
+    [
+        ("import re_search\n\ndef detect_x(traj):\n    return 1 if re_search('a', 'b') else 0\n",
+         "import re_search dropped", "re_search('a', 'b')"),
+        ("from math import sqrt, log1p\n\ndef detect_x(traj):\n    return sqrt(4) + log1p(0)\n",
+         "from math import sqrt, log1p dropped (sqrt -> math.sqrt)", "math.sqrt(4) + log1p(0)"),
+        ("from re import search\n\ndef detect_x(traj):\n    return 1 if search('a', traj.task) else 0\n",
+         "from re import search dropped (search -> re_search)", "re_search('a', traj.task)"),
+    ],
+)  # fmt: skip
+def test_imports_of_what_the_globals_provide_are_taken_out(code, note, reads):
+    from monsearch.search.answer_repair import predefined_imports
+
+    fixed, said = predefined_imports(code)
+    assert said == note and reads in fixed and "import" not in fixed
+    assert fixed.count("\n") == code.count("\n")  # line numbers stay the answer's own
+    assert check_program(fixed + "\n\ndef score(traj):\n    return detect_x(traj)\n").ok
+
+
+#: Read off the wrong object: a step's requests carry the host class.
+STEP_AS_REQUEST = '''```python
+def detect_own_hosts(traj):
+    n = 0
+    for r in traj.steps:
+        if r.host_class in ("own", "external"):
+            n += 1
+    return min(n, 5)
+```'''
+
+
+def test_a_field_read_off_the_wrong_object_is_told_where_it_lives(sandboxed_train):
+    """The repair message names the object the code read (a step), the object that has
+    the field (a request, with the loop that reaches it) and the answer's line."""
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(STEP_AS_REQUEST), Reply.text(GOOD))
+        p = _propose(_proposer(stub, spec=ModelSpec("stub-small")), sandboxed_train)
+        repair = stub.chat_bodies[1]["messages"][-1]["content"]
+    assert p.error is None
+    assert "A step has no field 'host_class'; host_class is a request's" in repair
+    assert "`for r in traj.requests:`" in repair and "`for r in step.requests:`" in repair
+    assert 'line 4: `if r.host_class in ("own", "external"):`' in repair
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "says"),
+    [
+        ("AttributeError: no field 'jwt' (fields: field, kind, step, value, where)",
+         "def detect_x(traj):\n    return sum(1 for f in traj.secrets if f.jwt)\n",
+         "A finding has no field 'jwt': 'jwt' is a value of a finding's kind, so test "
+         '`f.kind == "jwt"`. Your line 2'),
+        ("AttributeError: no field 'observer' (fields: command, index, listeners, "
+         "observation, repeat, requests, secrets, sleeps, statuses, think)",
+         "def detect_x(traj):\n    return 0\n",
+         "A step has no field 'observer': did you mean .observation?"),
+        ("AttributeError: no field 'request_body' (fields: command, index, listeners, "
+         "observation, repeat, requests, secrets, sleeps, statuses, think)",
+         "def detect_x(traj):\n    return 0\n",
+         "A step has no field 'request_body' ('body' is a field, but not of it); body is a "
+         "request's"),
+        ("AttributeError: no field 'command' (fields: body, host, host_class, method, path, "
+         "repeat, secrets, status, url)",
+         "def detect_x(traj):\n    return 0\n",
+         "A request has no field 'command'; command is a step's: `for step in traj.steps:`"),
+        ("error: score() failed on 9 of 9. First: KeyError: sweep_limit",
+         "def detect_x(traj):\n    return PARAMS['sweep_limit']\n",
+         "PARAMS has no key 'sweep_limit': write the number into the function instead. "
+         "Your line 2: `return PARAMS['sweep_limit']`."),
+        ("TypeError: unsupported operand", "def detect_x(traj):\n    return 0\n", ""),
+    ],
+)  # fmt: skip
+def test_field_errors_name_where_the_field_lives(sandboxed_train, error, code, says):
+    import ast
+
+    from monsearch.search.answer_repair import field_error_hint
+
+    train, _ = sandboxed_train
+    hint = field_error_hint(error, ast.parse(code).body[0], code, train.views)
+    assert says in hint if says else hint == ""
+
+
+def test_the_rules_claims_about_which_object_has_which_field_hold(sandboxed_train):
+    """The system message says a step has no .method/.url/.host_class/.body, a request
+    no .command/.think/.observation, a finding no .repeat: true of the real views."""
+    train, _ = sandboxed_train
+    steps = [s for v in train.views for s in v.steps]
+    requests = [r for v in train.views for r in v.requests]
+    findings = [f for v in train.views for f in v.secrets]
+    assert steps and requests and findings
+    assert not any(k in s for s in steps for k in ("method", "url", "host_class", "body"))
+    assert all(k in r for r in requests for k in ("method", "url", "host_class", "body"))
+    assert not any(k in r for r in requests for k in ("command", "think", "observation"))
+    assert not any("repeat" in f for f in findings)
+    assert any(f.kind == "jwt" for f in findings)
+    assert "a step has no .method" in detector_system_message()
