@@ -24,7 +24,7 @@ from typing import Any
 
 from monsearch.sandbox.helpers import HELPERS, MATH
 
-__all__ = ["field_error_hint", "predefined_imports", "where_strings_occur"]
+__all__ = ["field_error_hint", "implicit_return", "predefined_imports", "where_strings_occur"]
 
 
 # --------------------------------------------------------------------------- imports
@@ -86,6 +86,11 @@ def predefined_imports(code: str) -> tuple[str, str | None]:
     for node in imports:
         if any(a.asname for a in node.names):
             return code, None
+        if isinstance(node, ast.ImportFrom | ast.Import) and _typing_only(node):
+            if _uses_typing(tree, node):
+                return code, None
+            dropped.append(ast.get_source_segment(code, node) or "typing")
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level or node.module is None:
                 return code, None
@@ -128,6 +133,67 @@ def predefined_imports(code: str) -> tuple[str, str | None]:
         dropped.insert(0, "import " + ", ".join(plain))
     note = "; ".join(dropped) + " dropped"
     return text, note + (f" ({', '.join(changed)})" if changed else "")
+
+
+def _typing_only(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.module == "typing" and not node.level
+    return all(a.name == "typing" for a in node.names)
+
+
+def _uses_typing(tree: ast.Module, node: ast.Import | ast.ImportFrom) -> bool:
+    """Whether the code reads what a ``typing`` import brings (a ``*`` import: any
+    annotation at all): only an unused one is dropped."""
+    names = {a.asname or a.name for a in node.names}
+    if "*" in names:
+        return any(
+            (isinstance(n, ast.arg) and n.annotation is not None)
+            or (isinstance(n, ast.FunctionDef) and n.returns is not None)
+            or isinstance(n, ast.AnnAssign)
+            for n in ast.walk(tree)
+        )
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(tree))
+
+
+def _always_returns(body: list[ast.stmt]) -> bool:
+    """Whether running ``body`` always ends in a ``return`` or ``raise`` (loops and
+    ``try`` are taken as possibly falling through)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Return | ast.Raise):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    if isinstance(last, ast.With):
+        return _always_returns(last.body)
+    return False
+
+
+def implicit_return(code: str) -> tuple[str, str | None]:
+    """``code`` with ``return 0`` added at the end of its detector when the function can
+    end without a ``return`` (a note, or None when nothing changed).
+
+    A small model writes ``if ...: return min(n, 5)`` and stops: the function then
+    returns None on every quiet run, which the sandbox refuses as not a number. A
+    detector returns 0 when the run shows nothing (the rules say so), so that is what
+    the missing line means. The line goes after the function's last line: the line
+    numbers of any later error stay the answer's own.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code, None
+    fns = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("detect_")]
+    if len(fns) != 1 or _always_returns(fns[0].body) or fns[0].end_lineno is None:
+        return code, None
+    fn = fns[0]
+    indent = " " * fns[0].body[0].col_offset
+    lines = code.splitlines(keepends=True)
+    if lines[fn.end_lineno - 1] and not lines[fn.end_lineno - 1].endswith("\n"):
+        lines[fn.end_lineno - 1] += "\n"
+    lines.insert(fn.end_lineno, f"{indent}return 0\n")
+    return "".join(lines), f"return 0 added at the end of {fn.name}"
 
 
 # --------------------------------------------------------------------------- fields

@@ -45,7 +45,12 @@ from monsearch.strategies.convention import (
     render_params,
 )
 
-from .answer_repair import field_error_hint, predefined_imports, where_strings_occur
+from .answer_repair import (
+    field_error_hint,
+    implicit_return,
+    predefined_imports,
+    where_strings_occur,
+)
 from .mining import MINED_PREFIX
 from .prompts import _train_summary, describe_trajectory
 from .proposal import ProgramInfo, ProposalContext
@@ -437,6 +442,7 @@ def wire_answer(
             f"{MAX_ANSWER_CODE:,}): write one focused function"
         )
     code, import_note = predefined_imports(code)
+    code, return_note = implicit_return(code)
     pieces = _split(code)
     fn = pieces.function
     have_names = {d.name for d in program.detectors}
@@ -542,7 +548,8 @@ def wire_answer(
     verb = "rewrote" if task.kind == "rewrite" else "added"
     description = (
         f"{verb} detector {name} (train: fires on {f_hits} failures / {p_hits} passes), "
-        f"weight {weight:g} ({note})" + "".join(f"; {n}" for n in (import_note, band_note) if n)
+        f"weight {weight:g} ({note})"
+        + "".join(f"; {n}" for n in (import_note, return_note, band_note) if n)
     )
     return WiredChild(child, source, name, weight, (f_hits, p_hits), description)
 

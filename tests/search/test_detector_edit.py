@@ -524,3 +524,53 @@ def test_the_rules_claims_about_which_object_has_which_field_hold(sandboxed_trai
     assert not any("repeat" in f for f in findings)
     assert any(f.kind == "jwt" for f in findings)
     assert "a step has no .method" in detector_system_message()
+
+
+#: Falls off its end on quiet runs: None there, which the sandbox refuses.
+NO_FINAL_RETURN = '''```python
+from typing import *
+
+def detect_deletes(traj):
+    n = 0
+    for r in traj.requests:
+        if r.method == "DELETE":
+            n += r.repeat
+    if n > 0:
+        return min(n, 5)
+```'''
+
+
+def test_a_detector_without_a_final_return_returns_0_there(sandboxed_train):
+    with StubLLMServer() as stub:
+        stub.script(Reply.text(NO_FINAL_RETURN), Reply.text(GOOD))
+        p = _propose(_proposer(stub), sandboxed_train)
+        assert len(stub.chat_bodies) == 1  # no repair turn
+    assert p.error is None, p.error
+    assert "from typing import * dropped" in p.description
+    assert "return 0 added at the end of detect_deletes" in p.description
+    assert "        return min(n, 5)\n    return 0\n" in p.source and "typing" not in p.source
+
+
+@pytest.mark.parametrize(
+    ("code", "adds"),
+    [
+        ("def detect_x(traj):\n    if traj.n_steps > 3:\n        return 1\n    else:\n        return 0\n", False),
+        ("def detect_x(traj):\n    for r in traj.requests:\n        return 1\n", True),
+        ("def detect_x(traj):\n    if traj.n_steps > 3:\n        return 1\n    elif traj.n_steps > 1:\n        return 2\n", True),
+        ("def detect_x(traj):\n  if traj.n_steps > 3:\n    return 1  # no newline", True),
+    ],
+)  # fmt: skip
+def test_return_0_is_added_only_where_the_function_can_fall_off_its_end(code, adds):
+    from monsearch.search.answer_repair import implicit_return
+
+    fixed, note = implicit_return(code)
+    assert (note is not None) == adds
+    assert fixed == (code.rstrip("\n") + "\n" + " " * (4 if "    if" in code or "    for" in code else 2) + "return 0\n" if adds else code)
+    assert check_program(fixed + "\n\ndef score(traj):\n    return detect_x(traj)\n").ok
+
+
+def test_a_typing_import_that_is_used_is_left_to_the_rules():
+    from monsearch.search.answer_repair import predefined_imports
+
+    code = "from typing import List\n\ndef detect_x(traj):\n    xs: List[int] = []\n    return len(xs)\n"
+    assert predefined_imports(code) == (code, None)
