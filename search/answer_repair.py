@@ -221,7 +221,7 @@ _VAR = {
 #: Runs read to learn the objects' fields and the values of their short string fields.
 _SCHEMA_RUNS = 200
 _NO_FIELD = re.compile(r"AttributeError: no field '(\w+)' \(fields: ([^)]*)\)")
-_KEY_ERROR = re.compile(r"KeyError: '?(\w+)'?")
+_KEY_ERROR = re.compile(r"KeyError: '?([A-Za-z_]\w*)'?")
 
 
 def _items(view: Any, path: tuple[str, ...]) -> Iterable[Any]:
@@ -284,8 +284,11 @@ def _enum_owners(name: str, schema: dict[str, tuple[set[str], dict]]) -> list[tu
     ]
 
 
-def _lines_reading(fn: ast.FunctionDef | None, code: str, name: str) -> str:
-    """The answer's lines that read ``.name`` or ``['name']`` (at most two)."""
+def _lines_reading(
+    fn: ast.FunctionDef | None, code: str, name: str, *, off_traj: bool = True
+) -> str:
+    """The answer's lines that read ``.name`` or ``['name']`` (at most two); with
+    ``off_traj`` False, not ``traj.name`` (the error is about another object)."""
     if fn is None:
         return ""
     rows: list[int] = []
@@ -295,7 +298,8 @@ def _lines_reading(fn: ast.FunctionDef | None, code: str, name: str) -> str:
             and isinstance(node.slice, ast.Constant)
             and node.slice.value == name
         )
-        if hit and node.lineno not in rows:
+        on_traj = isinstance(getattr(node, "value", None), ast.Name) and node.value.id == "traj"  # type: ignore[attr-defined]
+        if hit and (off_traj or not on_traj) and node.lineno not in rows:
             rows.append(node.lineno)
     src = code.splitlines()
     shown = [f"line {n}: `{src[n - 1].strip()}`" for n in sorted(rows)[:2] if 0 < n <= len(src)]
@@ -320,7 +324,7 @@ def field_error_hint(
         )
     schema = _schema(views)
     obj = _which_object({f.strip() for f in m.group(2).split(",")}, schema) if m else None
-    where = _lines_reading(fn, code, name)
+    where = _lines_reading(fn, code, name, off_traj=obj in (None, "the run"))
     head = (
         f" {obj[0].upper() + obj[1:]} has no field {name!r}"
         if obj
@@ -341,7 +345,9 @@ def field_error_hint(
             for label in owners[:2]
         )
         steps = (
-            " (a step's own requests: `for r in step.requests:`)" if "a request" in owners else ""
+            " (a step's own requests: `for r in step.requests:`)"
+            if "a request" in owners[:2]
+            else ""
         )
         return f"{head}; {name} is {how}{steps}.{where}"
     enums = _enum_owners(name, schema)

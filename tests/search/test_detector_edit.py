@@ -574,3 +574,20 @@ def test_a_typing_import_that_is_used_is_left_to_the_rules():
 
     code = "from typing import List\n\ndef detect_x(traj):\n    xs: List[int] = []\n    return len(xs)\n"
     assert predefined_imports(code) == (code, None)
+
+
+def test_a_field_hint_quotes_the_line_that_read_the_wrong_object(sandboxed_train):
+    """``traj.secrets`` is right and ``f.secrets`` is wrong: only the latter is quoted;
+    a KeyError on a number is not a field."""
+    import ast
+
+    from monsearch.search.answer_repair import field_error_hint
+
+    train, _ = sandboxed_train
+    code = "def detect_x(traj):\n    for f in traj.secrets:\n        n = len(f.secrets)\n    return 0\n"
+    fn = ast.parse(code).body[0]
+    error = "AttributeError: no field 'secrets' (fields: field, kind, step, value, where)"
+    hint = field_error_hint(error, fn, code, train.views)
+    assert "secrets is the run's: `traj` then `traj.secrets`" in hint
+    assert hint.endswith("Your line 3: `n = len(f.secrets)`.")
+    assert field_error_hint("First: KeyError: 2", fn, code, train.views) == ""
