@@ -36,9 +36,9 @@ import time
 from pathlib import Path
 
 from monsearch.search.lineage import LineageStore
+from monsearch.strategies.convention import parse_program
 
 CHECKPOINTS = (5, 10, 20, 30, 40, 50, 60, 80, 100, 150, 200)
-_LLM_DETECTOR = re.compile(r"^def (detect_llm_\w+)\(", re.MULTILINE)
 
 
 def _loadavg() -> float | None:
@@ -114,27 +114,32 @@ def llm_figures(records: list) -> dict:
 
 
 def llm_in_selection(records: list, selected_id: str | None) -> list[dict]:
-    """Detectors written by the model in the selected strategy, each with the
-    candidate of its ancestry that added it."""
+    """Detectors of the selected strategy whose code the model wrote: each detector is
+    traced up the line of first parents to the candidate that gave it its present
+    code; counted when that candidate is an LLM proposal (a new ``detect_llm_*``, or a
+    rewrite of one of the parent's detectors kept as it was written)."""
     by_id = {r.id: r for r in records}
     sel = by_id.get(selected_id or "")
-    if sel is None or not sel.source:
+    program = parse_program(sel.source) if sel is not None and sel.source else None
+    if program is None:
         return []
+
+    def code_of(record, name: str) -> str | None:
+        p = parse_program(record.source) if record.source else None
+        d = p.detector(name) if p is not None else None
+        return None if d is None else d.source.strip()
+
     found = []
-    for fn in _LLM_DETECTOR.findall(sel.source):
-        name = fn[len("detect_") :]
-        origin, cur = None, sel
-        while cur is not None:
-            if cur.proposer == "llm" and name in cur.description:
-                origin = cur
-            cur = by_id.get(cur.parent_ids[0]) if cur.parent_ids else None
-        found.append(
-            {
-                "detector": fn,
-                "added_by": origin.id if origin else None,
-                "operator": origin.operator if origin else None,
-            }
-        )
+    for det in program.detectors:
+        code, origin, cur = det.source.strip(), sel, sel
+        while cur.parent_ids and (parent := by_id.get(cur.parent_ids[0])) is not None:
+            if code_of(parent, det.name) != code:
+                break
+            origin = cur = parent
+        if origin.proposer == "llm" and origin.parent_ids:
+            found.append(
+                {"detector": det.function, "added_by": origin.id, "operator": origin.operator}
+            )
     return found
 
 
