@@ -198,26 +198,20 @@ def implicit_return(code: str) -> tuple[str, str | None]:
 
 # --------------------------------------------------------------------------- fields
 
-#: The view's objects as a detector reaches them: (name in hints, how code gets one,
-#: path from the run: list keys, the last one's items are the object).
-_OBJECTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("the run", "traj", ()),
-    ("a step", "for step in traj.steps:", ("steps",)),
-    ("a request", "for r in traj.requests:", ("requests",)),
-    ("a finding", "for f in traj.secrets:", ("secrets",)),
-    ("a listener", "for l in traj.listeners:", ("listeners",)),
-    ("a written file", "for w in traj.files_written:", ("files_written",)),
-    ("a URL in a request's body", "for u in r.body_urls:", ("requests", "body_urls")),
+#: The view's objects as a detector reaches them: (name in hints, the variable a
+#: detector calls one, the loop that reaches it, path from the run: list keys, the last
+#: one's items are the object).
+_OBJECTS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("the run", "traj", "", ()),
+    ("a step", "step", "for step in traj.steps:", ("steps",)),
+    ("a request", "r", "for r in traj.requests:", ("requests",)),
+    ("a finding", "f", "for f in traj.secrets:", ("secrets",)),
+    ("a listener", "l", "for l in traj.listeners:", ("listeners",)),
+    ("a written file", "w", "for w in traj.files_written:", ("files_written",)),
+    ("a URL in a request's body", "u", "for u in r.body_urls:", ("requests", "body_urls")),
 )
-_VAR = {
-    "the run": "traj",
-    "a step": "step",
-    "a request": "r",
-    "a finding": "f",
-    "a listener": "l",
-    "a written file": "w",
-    "a URL in a request's body": "u",
-}
+_VAR = {label: var for label, var, _loop, _path in _OBJECTS}
+_LOOP = {label: loop for label, _var, loop, _path in _OBJECTS}
 #: Runs read to learn the objects' fields and the values of their short string fields.
 _SCHEMA_RUNS = 200
 _NO_FIELD = re.compile(r"AttributeError: no field '(\w+)' \(fields: ([^)]*)\)")
@@ -235,7 +229,7 @@ def _schema(views: Sequence[Any]) -> dict[str, tuple[set[str], dict[str, set[str
     """Per object: its fields, and the values each short enumerated string field takes
     (a request's method, a finding's kind...) in the first train runs."""
     out: dict[str, tuple[set[str], dict[str, set[str]]]] = {}
-    for label, _how, path in _OBJECTS:
+    for label, _var, _loop, path in _OBJECTS:
         fields: set[str] = set()
         values: dict[str, set[str]] = {}
         for view in views[:_SCHEMA_RUNS]:
@@ -340,8 +334,9 @@ def field_error_hint(
                 break
     if owners:
         how = "; ".join(
-            f"{label}'s: `{next(h for lb, h, _p in _OBJECTS if lb == label)}` then "
-            f"`{_VAR[label]}.{name}`"
+            f"{label}'s: "
+            + (f"`{_LOOP[label]}` then " if _LOOP[label] else "")
+            + f"`{_VAR[label]}.{name}`"
             for label in owners[:2]
         )
         steps = (

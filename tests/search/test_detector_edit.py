@@ -588,6 +588,6 @@ def test_a_field_hint_quotes_the_line_that_read_the_wrong_object(sandboxed_train
     fn = ast.parse(code).body[0]
     error = "AttributeError: no field 'secrets' (fields: field, kind, step, value, where)"
     hint = field_error_hint(error, fn, code, train.views)
-    assert "secrets is the run's: `traj` then `traj.secrets`" in hint
+    assert "secrets is the run's: `traj.secrets`; a step's" in hint
     assert hint.endswith("Your line 3: `n = len(f.secrets)`.")
     assert field_error_hint("First: KeyError: 2", fn, code, train.views) == ""
