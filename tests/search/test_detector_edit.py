@@ -63,6 +63,19 @@ def detect_deletes(traj):
     return math.log1p(n)
 ```'''
 
+#: Falls off its end on quiet runs: None there, which the sandbox refuses.
+NO_FINAL_RETURN = '''```python
+from typing import *
+
+def detect_deletes(traj):
+    n = 0
+    for r in traj.requests:
+        if r.method == "DELETE":
+            n += r.repeat
+    if n > 0:
+        return min(n, 5)
+```'''
+
 BAD_FIELD = '''```python
 def detect_secret_repeats(traj):
     n = 0
@@ -404,14 +417,26 @@ def test_a_broad_detector_leaves_the_oracle_band_at_the_parents_benign_mass(sand
     assert new != (lo, hi) and band_mass(child_scores, y, *new) <= allowed * 1.05
 
 
-def test_an_import_of_a_predefined_module_is_rewritten_not_sent_back(sandboxed_train):
+@pytest.mark.parametrize(
+    ("answer", "notes", "reads"),
+    [
+        (HABIT_IMPORTS, ["import re, math dropped (re.search -> re_search)"],
+         're_search("DELETE", r.method)'),
+        (NO_FINAL_RETURN, ["from typing import * dropped",
+                             "return 0 added at the end of detect_deletes"],
+         "        return min(n, 5)\n    return 0\n"),
+    ],
+)  # fmt: skip
+def test_what_has_one_meaning_is_fixed_without_a_repair_turn(sandboxed_train, answer, notes, reads):
+    """An import of what the sandbox predefines, a detector that can end without a
+    return: fixed in place and said in the description, no repair turn asked."""
     with StubLLMServer() as stub:
-        stub.script(Reply.text(HABIT_IMPORTS), Reply.text(GOOD))
+        stub.script(Reply.text(answer), Reply.text(GOOD))
         p = _propose(_proposer(stub), sandboxed_train)
         assert len(stub.chat_bodies) == 1  # no repair turn
     assert p.error is None, p.error
-    assert "import re, math dropped (re.search -> re_search)" in p.description
-    assert 're_search("DELETE", r.method)' in p.source and "import" not in p.source
+    assert all(n in p.description for n in notes)
+    assert reads in p.source and "import" not in p.source and "typing" not in p.source
     assert check_program(p.source).ok
 
 
@@ -524,31 +549,6 @@ def test_the_rules_claims_about_which_object_has_which_field_hold(sandboxed_trai
     assert not any("repeat" in f for f in findings)
     assert any(f.kind == "jwt" for f in findings)
     assert "a step has no .method" in detector_system_message()
-
-
-#: Falls off its end on quiet runs: None there, which the sandbox refuses.
-NO_FINAL_RETURN = '''```python
-from typing import *
-
-def detect_deletes(traj):
-    n = 0
-    for r in traj.requests:
-        if r.method == "DELETE":
-            n += r.repeat
-    if n > 0:
-        return min(n, 5)
-```'''
-
-
-def test_a_detector_without_a_final_return_returns_0_there(sandboxed_train):
-    with StubLLMServer() as stub:
-        stub.script(Reply.text(NO_FINAL_RETURN), Reply.text(GOOD))
-        p = _propose(_proposer(stub), sandboxed_train)
-        assert len(stub.chat_bodies) == 1  # no repair turn
-    assert p.error is None, p.error
-    assert "from typing import * dropped" in p.description
-    assert "return 0 added at the end of detect_deletes" in p.description
-    assert "        return min(n, 5)\n    return 0\n" in p.source and "typing" not in p.source
 
 
 @pytest.mark.parametrize(
