@@ -124,8 +124,12 @@ def llm_in_selection(records: list, selected_id: str | None) -> list[dict]:
     if program is None:
         return []
 
+    parsed: dict[str, object] = {}
+
     def code_of(record, name: str) -> str | None:
-        p = parse_program(record.source) if record.source else None
+        if record.id not in parsed:  # each ancestor parsed once, not once per detector
+            parsed[record.id] = parse_program(record.source) if record.source else None
+        p = parsed[record.id]
         d = p.detector(name) if p is not None else None
         return None if d is None else d.source.strip()
 

@@ -325,7 +325,8 @@ def field_error_hint(
         else f" The object read there has no key {name!r}"
     )
     owners = _owners(name, schema, obj)
-    if not owners and not _enum_owners(name, schema):
+    enums = _enum_owners(name, schema)
+    if not owners and not enums:
         # ``request_body``, ``step_command``: a field of another object, named with it.
         for part in (p for p in name.split("_") if len(p) > 2 and p != name):
             if owners := _owners(part, schema, obj):
@@ -345,7 +346,6 @@ def field_error_hint(
             else ""
         )
         return f"{head}; {name} is {how}{steps}.{where}"
-    enums = _enum_owners(name, schema)
     if enums:
         label, field = next(((lb, fd) for lb, fd in enums if lb == obj), enums[0])
         return (

@@ -113,7 +113,8 @@ def tune_params(
     import optuna
 
     params = extract_params(source)
-    names = sorted(n for n in params if n not in set(fixed))
+    fixed = set(fixed)
+    names = sorted(n for n in params if n not in fixed)
     if not names or trials < 1:
         return None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
