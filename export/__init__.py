@@ -21,6 +21,7 @@ and refuses the export unless every score equals the run's stored val score exac
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import math
 import os
@@ -410,12 +411,21 @@ def _init_source(name: str, version: str) -> str:
     )
 
 
+def check_out(out: Path) -> None:
+    """Refuse, before any work, an ``out`` that cannot become the plugin's folder: one
+    that cannot be created or written (under a file, under /proc), or that holds files."""
+    from monsearch.files import ensure_writable_dir
+
+    ensure_writable_dir(out, "plugin folder")
+    if out.is_dir() and any(out.iterdir()):
+        raise ExportError(f"{out}: not empty; choose a new folder for the plugin")
+
+
 def write_plugin(out: Path, package: str, source: str, monitor: dict[str, Any]) -> None:
     """Write the plugin package into ``out`` (which must be empty or absent)."""
     from .readme import render_readme
 
-    if out.exists() and any(out.iterdir()):
-        raise ExportError(f"{out}: not empty; choose a new folder for the plugin")
+    check_out(out)
     src = out / "src" / package
     vendor = src / "_vendor"
     vendor.mkdir(parents=True)
@@ -568,6 +578,20 @@ def default_name(strategy: Strategy) -> str:
     return f"opsec_{strategy.strategy_hash[:10]}"
 
 
+def check_name(name: str) -> None:
+    if not _NAME.match(name):
+        raise ExportError(f"--name {name!r}: use lower-case letters, digits and '_'")
+
+
+def _remove(out: Path, existed: bool) -> None:
+    """Take back what the export wrote: the folder, or its contents when it was there
+    (empty) before."""
+    shutil.rmtree(out, ignore_errors=True)
+    if existed:
+        with contextlib.suppress(OSError):
+            out.mkdir(parents=True, exist_ok=True)
+
+
 def export(
     run_ref: str,
     out: Path,
@@ -581,16 +605,23 @@ def export(
     """Write the plugin of a run's strategy into ``out``; returns its ``MONITOR`` dict.
 
     ``corpus``: the run's corpus folder (None: where the run recorded it)."""
+    out = Path(out)
+    if name is not None:
+        check_name(name)
+    check_out(out)  # before the run and its corpus are read: a refusal costs nothing
     strategy = load_strategy(run_ref, program_id, runs_dir)
     name = name or default_name(strategy)
-    if not _NAME.match(name):
-        raise ExportError(f"--name {name!r}: use lower-case letters, digits and '_'")
+    check_name(name)
     package = name if name.startswith("monsearch_") else f"monsearch_{name}"
     val = load_val(strategy.config, corpus)
     labels = [t.label.is_failure if t.label is not None else None for t in val]
     monitor = build_metadata(strategy, labels, name, package)
-    out = Path(out)
-    write_plugin(out, package, strategy.source, monitor)
+    existed = out.exists()
+    try:
+        write_plugin(out, package, strategy.source, monitor)
+    except OSError as exc:  # e.g. the disk filled up: no half-written plugin stays
+        _remove(out, existed)
+        raise ExportError(f"{out}: cannot write the plugin ({exc.strerror or exc})") from None
     if verify_val:
         try:
             monitor["verified"] = verify(
@@ -601,7 +632,7 @@ def export(
                 run_judge_answers(strategy.config, val),
             )
         except BaseException:
-            shutil.rmtree(out, ignore_errors=True)
+            _remove(out, existed)
             raise
         # Record the check in the plugin itself (metadata and README).
         from .readme import render_readme

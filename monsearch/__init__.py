@@ -9,6 +9,8 @@ and for the modules of the lower floors that import ``monsearch.errors``.
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
 
 __version__ = "0.1.0"
@@ -35,3 +37,19 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_API])
+
+
+class _Package(types.ModuleType):
+    """``monsearch.export`` is the library's function and also the name of the plugin
+    writer's package: importing that package (``from monsearch.export import ...``) would
+    bind the module over the name, and the next ``monsearch.export(...)`` would fail with
+    "'module' object is not callable". The API's names keep meaning the API; the
+    packages stay importable by their full names."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _API and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

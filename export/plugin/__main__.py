@@ -16,6 +16,12 @@ from . import _display as display
 from . import core
 
 
+def _unreadable(err: core.InputError) -> str:
+    """Why an input could not be read, without its name: the line's "input" holds that."""
+    where = f"{err.field}: " if err.field else ""
+    return f"{where}expected {err.expected}, got {err.got}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=f"monsearch monitor {core.MONITOR['name']}")
     parser.add_argument("files", nargs="+", help="trajectory files (.json, .jsonl), or - for stdin")
@@ -48,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, traj in items:
             if isinstance(traj, core.InputError):
                 unreadable += 1
-                print(json.dumps({"input": label, "error": str(traj)}))
+                print(json.dumps({"input": label, "error": _unreadable(traj)}))
                 continue
             result = core.evaluate(traj)
             out = {

@@ -63,6 +63,24 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def _as_orjson(err: JSONDecodeError, data: str) -> JSONDecodeError:
+    """A document that ends too soon fails as orjson says it: ``unexpected end of data``
+    at the end (json says "Expecting value", or points at where an unterminated string
+    or literal began), so the readers can tell truncated JSON from invalid JSON."""
+    if not data:
+        return JSONDecodeError("Input is a zero-length, empty document", data, 0)
+    if not data.strip():
+        return JSONDecodeError("input data is empty", data, 0)
+    rest = data[err.pos :].rstrip()
+    if (
+        not rest
+        or err.msg.startswith("Unterminated string")
+        or any(word.startswith(rest) for word in ("true", "false", "null"))
+    ):
+        return JSONDecodeError("unexpected end of data", data, len(data))
+    return err
+
+
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     if not isinstance(data, str):
         try:
@@ -73,8 +91,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         value = json.loads(data, parse_constant=_constant, parse_int=_int, parse_float=_float)
         if _SURROGATE_ESCAPE.search(data) and _has_lone_surrogate(value):
             raise JSONDecodeError("lone surrogate in string", data, 0)
-    except JSONDecodeError:
-        raise
+    except JSONDecodeError as err:
+        raise _as_orjson(err, data) from None
     except ValueError as exc:
         raise JSONDecodeError(str(exc), data, 0) from None
     except RecursionError:

@@ -268,14 +268,17 @@ def _from_value(value: Any, display: str, line: int | None = None) -> Trajectory
         try:  # a monsearch corpus record (codec form)
             return _codec.trajectory_from_dict(value)
         except (KeyError, TypeError, ValueError) as exc:
-            raise doc.fail(None, "a monsearch trajectory record", f"a bad record ({exc})") from None
+            # What went wrong, whole (fail() would describe it as a string value, cut).
+            raise InputError(
+                display, "$", "a monsearch trajectory record", f"a bad record ({exc})", line=line
+            ) from None
     if "steps" in value and "task" in value:
         return _stealthbench(doc)
     raise doc.fail(
         None,
         "a StealthBench trajectory (atif_version), canonical ATIF (schema_version) "
         "or a monsearch trajectory record",
-        "an object with none of their keys",
+        value,  # described as the readers describe any value: its keys
     )
 
 

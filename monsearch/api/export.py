@@ -21,9 +21,14 @@ def export(
     ``out``; the plugin's ``MONITOR`` metadata. ``verify``: score every val trajectory
     with the written plugin in a fresh interpreter and refuse unless all equal the
     run's scores. The run is verified against its hash chain first."""
+    from monsearch.export import check_name, check_out
     from monsearch.export import export as write
     from monsearch.search.runs import resolve_run
 
+    # The folder first: a refusal after the corpus is loaded and val scored wastes seconds.
+    if name is not None:
+        check_name(name)
+    check_out(Path(out))
     found = resolve_run(str(run), runs_dir)
     corpus = run_corpus(found.config())  # the metadata needs val, verified or not
     return write(
