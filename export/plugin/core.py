@@ -267,11 +267,9 @@ def _from_value(value: Any, display: str, line: int | None = None) -> Trajectory
             check_steps(doc, len(value["steps"]))
         try:  # a monsearch corpus record (codec form)
             return _codec.trajectory_from_dict(value)
-        except (KeyError, TypeError, ValueError) as exc:
-            # What went wrong, whole (fail() would describe it as a string value, cut).
-            raise InputError(
-                display, "$", "a monsearch trajectory record", f"a bad record ({exc})", line=line
-            ) from None
+        except (KeyError, TypeError, ValueError) as exc:  # the reason whole, not as a value
+            what, why = "a monsearch trajectory record", f"a bad record ({exc})"
+            raise InputError(display, "$", what, why, line=line) from None
     if "steps" in value and "task" in value:
         return _stealthbench(doc)
     raise doc.fail(
