@@ -10,8 +10,10 @@ column:
 - a ``score`` the sandbox cannot call as ``score(traj)``: it must accept exactly
   one positional argument (extra parameters need defaults, keyword-only ones too);
 - ``PARAMS`` that is not a dict literal, or an entry a tuner cannot use: a key that
-  is not a string literal, a value that is not a finite number literal (``True``,
-  ``"high"``, ``[1]`` or ``float("inf")`` are not), a key given twice, or a second
+  is not a string literal, a value that is not a number literal a tuner can search
+  around (``True``, ``"high"``, ``[1]``, ``float("inf")`` or ``1.7e308`` are not: 0, or
+  a magnitude from 1e-12 to 1e12, :func:`~monsearch.sandbox.restricted.tunable`), a key
+  given twice, or a second
   top-level ``PARAMS =`` that would replace the literal a tuner rewrites.
 
 ``sandbox check`` and ``sandbox run`` both use it, so a program that passes the
@@ -30,6 +32,8 @@ from monsearch.sandbox.restricted import (
     CompileIssue,
     CompileReport,
     compile_program,
+    range_text,
+    tunable,
 )
 
 __all__ = ["SCORE_NAME", "check_program", "static_issues"]
@@ -247,7 +251,8 @@ def _signature_issues(where: ast.AST, args: ast.arguments, name: str) -> list[Co
 
 
 def _number_literal(node: ast.expr) -> float | None:
-    """The value of a finite int/float literal (``-0.5`` too); booleans are not numbers."""
+    """The value of an int/float literal (``-0.5`` too) in the tunable range; booleans
+    are not numbers."""
     sign = 1.0
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         sign = -1.0 if isinstance(node.op, ast.USub) else 1.0
@@ -257,7 +262,7 @@ def _number_literal(node: ast.expr) -> float | None:
             value = sign * float(node.value)
         except OverflowError:  # an int literal beyond float range
             return None
-        if value - value == 0.0:  # finite
+        if tunable(value):
             return value
     return None
 
@@ -338,9 +343,10 @@ def _entry_issues(literal: ast.Dict) -> list[CompileIssue]:
             issues.append(
                 _issue(
                     val,
-                    f"PARAMS[{name!r}] must be a finite number literal, got "
-                    f"{_source_hint(val)}: a tuner can only adjust numbers (booleans are not "
-                    "numbers); keep other constants outside PARAMS",
+                    f"PARAMS[{name!r}] must be a finite number literal in the tunable range "
+                    f"({range_text()}), got {_source_hint(val)}: a tuner can only adjust "
+                    "such numbers (booleans are not numbers); keep other constants outside "
+                    "PARAMS",
                 )
             )
     return issues
@@ -351,10 +357,10 @@ def _source_hint(node: ast.expr) -> str:
         value = node.value
         if isinstance(value, bool):
             kind = "a boolean"
-        elif isinstance(value, float):
+        elif isinstance(value, float) and value - value != 0.0:
             kind = "a non-finite float"
-        elif isinstance(value, int):
-            kind = "an int beyond float range"
+        elif isinstance(value, (int, float)):
+            kind = "a number out of range"
         else:
             kind = type(value).__name__
         try:

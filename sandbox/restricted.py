@@ -53,6 +53,12 @@ from monsearch.views.frozen import VIEW_TYPES, FrozenDict
 FILENAME = "<monitor>"
 DEFAULT_MAX_SOURCE_BYTES = 64 * 1024
 PARAMS_NAME = "PARAMS"
+#: The range a tunable PARAMS value must lie in: 0, or a magnitude within
+#: [PARAM_MIN, PARAM_MAX]. The tuner searches a factor of 4 either side of a value (log
+#: scale), which must stay finite, non-zero and normal; no monitor's weight or threshold
+#: needs more than twelve orders of magnitude either way.
+PARAM_MAX = 1e12
+PARAM_MIN = 1e-12
 
 
 # --------------------------------------------------------------------------- compile
@@ -302,6 +308,23 @@ def _number(node: ast.AST) -> float | int | None:
     return None
 
 
+def tunable(value: Any) -> bool:
+    """Whether ``value`` is a PARAMS number a tuner can search around: an int or float
+    (not a boolean), finite, and 0 or of magnitude within [PARAM_MIN, PARAM_MAX]."""
+    if type(value) not in (int, float):
+        return False
+    try:
+        magnitude = abs(float(value))
+    except OverflowError:  # an int beyond float range
+        return False
+    return magnitude == 0.0 or PARAM_MIN <= magnitude <= PARAM_MAX
+
+
+def range_text() -> str:
+    """The tunable range, as error messages state it."""
+    return f"0 or a magnitude from {PARAM_MIN:g} to {PARAM_MAX:g}"
+
+
 _ParamNodes = dict[str, tuple[float, ast.Dict, int]]
 
 
@@ -327,19 +350,18 @@ def _params_nodes(tree: ast.Module) -> _ParamNodes:
         for i, (key, val) in enumerate(zip(value.keys, value.values, strict=True)):
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 number = _number(val)
-                if number is None:
-                    continue
-                try:
-                    out[key.value] = (float(number), value, i)
-                except OverflowError:  # an int literal beyond float range is no tunable number
-                    continue
+                if number is None or not tunable(number):
+                    continue  # e.g. 1.7e308: the program may read it, no tuner may search it
+                out[key.value] = (float(number), value, i)
         return out
     return {}
 
 
 def _check_override(name: str, value: Any) -> float | int:
-    if type(value) not in (int, float) or not math.isfinite(value):
-        raise ProgramError(f"PARAMS override {name!r} must be a finite number, got {value!r}")
+    if not tunable(value):
+        raise ProgramError(
+            f"PARAMS override {name!r} must be a finite number ({range_text()}), got {value!r}"
+        )
     return value
 
 
@@ -360,7 +382,8 @@ def _apply_params(found: _ParamNodes, params: Mapping[str, float]) -> None:
 def extract_params(source: str) -> dict[str, float]:
     """The numeric entries of the program's top-level ``PARAMS = {...}`` dict literal.
 
-    Only literal numbers count (``-0.5`` too); other entries are left to the program.
+    Only literal numbers in the tunable range count (``-0.5`` too; see :func:`tunable`);
+    other entries are left to the program.
     Raises :class:`ProgramError` when the source does not parse.
     """
     tree, issues = _parse(source)

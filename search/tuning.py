@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from monsearch.sandbox.restricted import extract_params
+from monsearch.sandbox.restricted import PARAM_MAX, PARAM_MIN, extract_params
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,14 @@ class TuneResult:
 
 
 def _space(value: float) -> tuple[float, float, bool]:
-    """Search range around a constant: a factor of 4 either way (log scale), or ±2 at 0."""
+    """Search range around a constant: a factor of 4 either way (log scale), or ±2 at 0,
+    cut to the tunable range (``PARAM_MIN`` to ``PARAM_MAX`` in magnitude), so every
+    value tried is one the sandbox check accepts. ``value`` is tunable (extract_params
+    gives no other)."""
     if value > 0:
-        return value / 4.0, value * 4.0, True
+        return max(value / 4.0, PARAM_MIN), min(value * 4.0, PARAM_MAX), True
     if value < 0:
-        return value * 4.0, value / 4.0, False
+        return max(value * 4.0, -PARAM_MAX), min(value / 4.0, -PARAM_MIN), False
     return -2.0, 2.0, False
 
 
