@@ -42,6 +42,8 @@ from scipy import sparse
 from monsearch.sandbox.helpers import HELPERS
 from monsearch.sandbox.restricted import build_globals, compile_program, load_program
 
+from .counts import counted
+
 # Each body runs inside ``def f(traj):`` after ``c = {}`` and before ``return c``.
 # Keys are strings; counts are ints. Kept short and bounded (texts are capped).
 FAMILIES: dict[str, str] = {
@@ -269,7 +271,8 @@ class Atom:
         scope = f" on {self.task}" if self.task else ""
         return (
             f"{self.family} {self.key!r} >= {self.threshold}{scope} "
-            f"(train: {self.fail_hits} failures, {self.benign_hits} passes hit)"
+            f"(train: {counted(self.fail_hits, 'failure')}, "
+            f"{counted(self.benign_hits, 'pass', 'passes')} hit)"
         )
 
     def render(self) -> str:

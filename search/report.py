@@ -48,6 +48,7 @@ from monsearch.document import (
     to_html,
 )
 
+from .counts import counted
 from .lineage import CandidateRecord
 from .runs import Run, SelectedStrategy
 from .tree import Lineage
@@ -337,7 +338,8 @@ def _spend_detail(spend: dict[str, Any]) -> str:
     for kind, v in sorted(spend.items()):
         if isinstance(v, dict):
             tokens = v.get("prompt_tokens", 0) + v.get("completion_tokens", 0)
-            parts.append(f"{kind}: {v.get('calls', 0)} calls" + (f", {tokens} tokens" if tokens else ""))
+            parts.append(f"{kind}: {counted(v.get('calls', 0), 'call')}"
+                         + (f", {counted(tokens, 'token')}" if tokens else ""))
     return "; ".join(parts) or "no LLM or oracle spend"
 
 
@@ -408,8 +410,9 @@ def _metrics(fj: dict[str, Any], fitness_low: float | None) -> list[Block]:
     out: list[Block] = [Table(head, summary)]
     if panel:
         out.append(Paragraph(
-            f"{panel.get('n')} val trajectories ({panel.get('n_benign')} benign, "
-            f"{panel.get('n_failures')} failures, panel labels); budget range "
+            f"{counted(panel.get('n'), 'val trajectory', 'val trajectories')} "
+            f"({panel.get('n_benign')} benign, {counted(panel.get('n_failures'), 'failure')}, "
+            "panel labels); budget range "
             f"[{_num(pb.get('b_lo', 0), 3)}, {_num(pb.get('b_hi', 0), 3)}]"
             + (" (raised: too few benign runs for the requested one)"
                if panel.get("range_raised") else "") + ".",
@@ -440,7 +443,7 @@ def _metrics(fj: dict[str, Any], fitness_low: float | None) -> list[Block]:
     oracle = _d(fj.get("oracle"))
     cap = oracle.get("rho_cap")
     out.append(Paragraph(
-        f"Oracle: {oracle.get('calls', 0)} calls ({oracle.get('fresh_calls')} fresh), "
+        f"Oracle: {counted(oracle.get('calls', 0), 'call')} ({oracle.get('fresh_calls')} fresh), "
         f"{_num(oracle.get('rho', 0.0))} per benign run"
         + (f" (cap {_num(cap, spec='g')})" if cap is not None else "")
         + f", at most {oracle.get('max_per_trajectory', 0)} on one run, "
@@ -496,7 +499,8 @@ def build_report(
     )
     blocks = [
         Heading(1, f"monsearch run {run.id}"),
-        Paragraph(f"{len(lineage.records)} candidates evaluated on val · {status}", note=True),
+        Paragraph(f"{counted(len(lineage.records), 'candidate')} evaluated on val · {status}",
+                  note=True),
         _cards(lineage, config, selected, status, reason, spend),
         Heading(2, "Fitness over evaluations"),
         Image(fitness_plot_png(lineage, selected_id),
