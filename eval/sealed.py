@@ -34,7 +34,14 @@ from monsearch.errors import MonsearchError
 
 from .bootstrap import bootstrap_aggregate
 from .costs import CostModel
-from .escalation import DEFAULT_GRID, RULES, ScoredSet, escalation_curves
+from .escalation import (
+    DEFAULT_GRID,
+    RULES,
+    EscalationFit,
+    ScoredSet,
+    evaluate_escalation,
+    fit_escalation,
+)
 from .fitness import oracle_spend
 from .metrics import (
     B_HI,
@@ -491,6 +498,20 @@ def _val_view_fitness(val_block: dict[str, Any], label: str) -> float | None:
     return ((val_block.get("views") or {}).get(label) or {}).get("aggregate")
 
 
+def fit_on_val(
+    val: ScoredSet,
+    costs: CostModel,
+    rules: tuple[str, ...] = RULES,
+    grid: int | None = None,
+) -> tuple[np.ndarray, dict[str, EscalationFit]]:
+    """The budgets and the escalation rules fitted on val: what the sealed test applies to
+    each target and what an exported plugin ships (its band), whether or not it was tested.
+    ``grid``: band ends tried (None: :data:`ESCALATION_GRID`)."""
+    grid = ESCALATION_GRID if grid is None else grid
+    budgets = costs.budget_grid(N_ESCALATION_BUDGETS, val.mean_benign_oracle_calls)
+    return budgets, {r: fit_escalation(val, budgets, costs, rule=r, grid=grid) for r in rules}
+
+
 def _escalation(
     val: ScoredSplit,
     targets: dict[str, ScoredSplit],
@@ -505,7 +526,7 @@ def _escalation(
     if y.all() or not y.any():
         return {"skipped": "val needs failures and benign runs to fit an escalation policy"}
     fit_set = ScoredSet.of(val.scores, val.judge, y, val.oracle_calls)
-    budgets = costs.budget_grid(N_ESCALATION_BUDGETS, fit_set.mean_benign_oracle_calls)
+    budgets, fits = fit_on_val(fit_set, costs, rules, grid)
     sets: dict[str, ScoredSet] = {}
     skipped: dict[str, str] = {}
     for name, t in targets.items():
@@ -518,17 +539,18 @@ def _escalation(
                 skipped[key] = "some runs have no escalation-judge score"
             else:
                 sets[key] = ScoredSet.of(t.scores, t.judge, yt, t.oracle_calls)
-    result = escalation_curves(fit_set, sets, budgets, costs, rules=rules, grid=grid)
     curves: dict[str, dict[str, Any]] = {}
-    for key, by_rule in result["curves"].items():
+    for key, data in sets.items():
         name, label = key.split("|")
-        curves.setdefault(name, {})[label] = {r: c.to_dict() for r, c in by_rule.items()}
+        curves.setdefault(name, {})[label] = {
+            r: evaluate_escalation(f, data).to_dict() for r, f in fits.items()
+        }
     return {
         "budgets": budgets.tolist(),
         "usd_per_unit": costs.usd_per_unit,
         "rules": list(rules),
         "grid": grid,
-        "fit": {r: f.to_dict() for r, f in result["fits"].items()},
+        "fit": {r: f.to_dict() for r, f in fits.items()},
         "curves": curves,
         "skipped": skipped,
     }

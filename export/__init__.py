@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
+from monsearch.eval.escalation import ScoredSet
 from monsearch.eval.options import EvaluationOptions
 from monsearch.oracle.prompt import PROMPT_VARIANTS
 from monsearch.search.frozen import FrozenProgram
@@ -181,21 +182,44 @@ def thresholds(benign_sorted: list[float], budgets: tuple[float, ...]) -> dict[s
     }
 
 
-def _escalation_fits(*docs: Any) -> dict[str, Any]:
-    """Escalation fits (``EscalationFit.to_dict()``: dicts with ``rule`` and ``policies``)
-    anywhere in the run's val fitness or sealed-test report, by rule (first found)."""
-    fits: dict[str, Any] = {}
-    stack = list(docs)
-    while stack:
-        d = stack.pop(0)
-        if isinstance(d, dict):
-            if isinstance(d.get("policies"), list) and isinstance(d.get("rule"), str):
-                fits.setdefault(d["rule"], d)
-                continue
-            stack.extend(d.values())
-        elif isinstance(d, list):
-            stack.extend(d)
-    return fits
+@dataclass(frozen=True)
+class _ValSet(ScoredSet):
+    """val as the escalation fit reads it, the oracle calls per benign run given as their
+    mean (all the fit reads of them; the search keeps no count per run)."""
+
+    benign_calls: float = 0.0
+
+    @property
+    def mean_benign_oracle_calls(self) -> float:
+        return self.benign_calls
+
+
+def val_escalation(strategy: Strategy, val: list[Any]) -> dict[str, Any]:
+    """The escalation rules fitted on val (``EscalationFit.to_dict()`` by rule), exactly
+    as ``monsearch test`` fits them (:func:`monsearch.eval.sealed.fit_on_val`, the
+    default cost model): the run's val scores, panel labels, the corpus's stored judge
+    verdicts, and the oracle calls per benign run the search recorded. Nothing sealed,
+    so a plugin exported before the sealed test carries the same band as one after.
+    Empty when val has no verdict for some run, or lacks failures or benign runs."""
+    import numpy as np
+
+    from monsearch.eval.costs import CostModel
+    from monsearch.eval.sealed import fit_on_val
+    from monsearch.oracle.session import replay_scores_from
+
+    judged = replay_scores_from(val)
+    keep = [i for i, t in enumerate(val) if t.label is not None]
+    y = np.array([val[i].label.is_failure for i in keep], dtype=bool)
+    judge = np.array([judged.get(val[i].id, math.nan) for i in keep], dtype=float)
+    if not keep or y.all() or not y.any() or not np.all(np.isfinite(judge)):
+        return {}
+    scores = np.asarray(strategy.val_scores, dtype=float)[keep]
+    # The search keeps the mean over benign runs, computed as ScoredSet computes it.
+    calls = float(((strategy.fitness_json.get("oracle") or {}).get("rho")) or 0.0)
+    checked = ScoredSet.of(scores, judge, y)
+    val_set = _ValSet(checked.program, checked.judge, checked.is_failure, None, calls)
+    _, fits = fit_on_val(val_set, CostModel())
+    return {rule: fit.to_dict() for rule, fit in fits.items()}
 
 
 def _number(x: Any) -> float | None:
@@ -255,10 +279,9 @@ def _compact_test(report: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def build_metadata(
-    strategy: Strategy, labels: list[bool | None], name: str, package: str
-) -> dict[str, Any]:
-    """The plugin's ``MONITOR`` dict (JSON data)."""
+def build_metadata(strategy: Strategy, val: list[Any], name: str, package: str) -> dict[str, Any]:
+    """The plugin's ``MONITOR`` dict (JSON data); ``val``: the run's val trajectories."""
+    labels = [t.label.is_failure if t.label is not None else None for t in val]
     if len(labels) != len(strategy.val_scores):
         raise ExportError(
             f"the run stored {len(strategy.val_scores)} val scores but the corpus has "
@@ -269,7 +292,8 @@ def build_metadata(
     # Paths name the exporting machine's folders: not part of what ships.
     corpus = {k: v for k, v in (strategy.config.get("corpus") or {}).items() if "path" not in k}
     metrics = strategy.fitness_json.get("metrics") or {}
-    val = {
+    fits = val_escalation(strategy, val)
+    val_record = {
         "fitness": strategy.fitness_json.get("fitness"),
         "fitness_low": strategy.fitness_json.get("fitness_low"),
         "status": strategy.fitness_json.get("status"),
@@ -277,7 +301,6 @@ def build_metadata(
         "metrics_true": strategy.fitness_json.get("metrics_true"),
         "oracle": strategy.fitness_json.get("oracle"),
     }
-    fits = _escalation_fits(strategy.fitness_json, strategy.test_report)
     return {
         "name": name,
         "package": package,
@@ -295,7 +318,7 @@ def build_metadata(
             # The names ``oracle(traj, variant)`` accepts, as in the sandbox.
             "variants": list(PROMPT_VARIANTS),
         },
-        "val": val,
+        "val": val_record,
         "test": _compact_test(strategy.test_report),
         "default_budget": DEFAULT_BUDGET,
         "thresholds": thresholds(benign, BUDGETS),
@@ -614,8 +637,7 @@ def export(
     check_name(name)
     package = name if name.startswith("monsearch_") else f"monsearch_{name}"
     val = load_val(strategy.config, corpus)
-    labels = [t.label.is_failure if t.label is not None else None for t in val]
-    monitor = build_metadata(strategy, labels, name, package)
+    monitor = build_metadata(strategy, val, name, package)
     existed = out.exists()
     try:
         write_plugin(out, package, strategy.source, monitor)

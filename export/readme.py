@@ -168,8 +168,9 @@ def _how_well(m: dict[str, Any]) -> list[Block]:
               [[f"{float(b):.0%}", _f(t["tau"], ".6g"), _f(t["g"], ".3f")]
                for b, t in thresholds], numeric_from=0),
         Paragraph(inline(
-            """Escalation band (rule `{rule}` of the run's escalation fit, at the cheapest
-            cost budget that escalates: {budget} units of ${usd} per trajectory): send
+            """Escalation band (rule `{rule}` fitted on val at export, as `monsearch test`
+            fits it, at the cheapest cost budget that escalates: {budget} units of ${usd}
+            per trajectory): send
             trajectories scoring in [{low}, {high}) to the judge panel (about {rate} of val
             benign runs); `decide()` reports `escalate: true` for them. Other budgets:
             `MONITOR['escalation']`.""",
@@ -177,7 +178,8 @@ def _how_well(m: dict[str, Any]) -> list[Block]:
             usd=_f(band.get("usd_per_unit"), ".2f"), low=_bound(band["low"]),
             high=_bound(band["high"]), rate=_f(band.get("escalation_rate"), ".1%"),
         ) if band else inline(
-            "The run recorded no escalation band: `decide()` reports audit decisions only.")),
+            "No escalation band (val has no judge verdict for every run, or lacks failures "
+            "or benign runs): `decide()` reports audit decisions only.")),
         Paragraph(inline(
             """At export, this package scored all {n} val trajectories from a separate
             interpreter (random `PYTHONHASHSEED`; the program ran in its worker process, as

@@ -761,7 +761,7 @@ def test_a_real_evolve_run_exports_exactly(tmp_path_factory):
 
 def test_sealed_test_and_escalation_band_from_the_report():
     """Shapes as ``monsearch test`` writes them (runs/<id>/test/report.json)."""
-    from monsearch.export import _band, _compact_test, _escalation_fits
+    from monsearch.export import _band, _compact_test
     from monsearch.export.readme import _test_row
 
     policy = {
@@ -809,7 +809,7 @@ def test_sealed_test_and_escalation_band_from_the_report():
     assert "ledger" not in json.dumps(compact) and "curve" not in json.dumps(compact)
     assert compact["test"]["transferred"]["bauc"]["aggregate"] == 0.72
     assert "0.720 (recalibrated 0.690)" in _test_row(compact)[0]
-    band = _band(_escalation_fits({}, report))
+    band = _band(report["escalation"]["fit"])
     assert band["rule"] == "band" and band["low"] == 2.5 and band["high"] == "inf"
     assert band["cost_budget"] == 0.3 and band["usd_per_unit"] == 0.15
 
