@@ -1,4 +1,4 @@
-"""The run configuration: TOML files, overrides, validation, and the README's example."""
+"""The run configuration: TOML files, overrides, validation, and the documented examples."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from paths import REPO
 from monsearch.search.config import ConfigError, EvolveConfig, load_config_file, parse_proposers
 from monsearch.search.llm_proposer import LLMProposerConfig
 
-README = REPO / "README.md"
+LLM_DOC = REPO / "docs" / "local-llm.md"  # the LLM run's example config
 
 
-def test_the_readme_example_config_loads(tmp_path):
-    text = re.search(r"```toml\n(.*?)```", README.read_text(), re.S).group(1)
+def test_the_documented_llm_config_loads(tmp_path):
+    text = re.search(r"```toml\n(.*?)```", LLM_DOC.read_text(), re.S).group(1)
     path = tmp_path / "monsearch.toml"
     path.write_text(text)
     cfg = load_config_file(path).validate()
