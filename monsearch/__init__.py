@@ -9,11 +9,36 @@ and for the modules of the lower floors that import ``monsearch.errors``.
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from typing import Any
 
 __version__ = "0.1.0"
+
+
+def _reach_sibling_floors() -> None:
+    """Imported from a clone's ``monsearch/`` folder, find the other floors beside it.
+
+    pyproject's ``package-dir`` maps ``monsearch.search`` to the clone's ``search/``
+    folder (and so on, floor by floor: docs/DESIGN.md). An install, editable or not,
+    carries that mapping, but a clone's ``monsearch/`` folder, first on ``sys.path``
+    when Python runs from the clone's root (``python -m monsearch``), does not: it
+    would shadow the installed package and lose every floor but its own. So when, and
+    only when, this file sits in a clone (a ``pyproject.toml`` and the ``search/``
+    floor beside its folder), the clone's root is added to where the subpackages are
+    looked for, and ``monsearch.search`` is ``<clone>/search`` as the mapping says.
+    Installed into site-packages, nothing changes.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    clone = os.path.isfile(os.path.join(root, "pyproject.toml")) and os.path.isfile(
+        os.path.join(root, "search", "__init__.py")
+    )
+    if clone and root not in __path__:
+        __path__.append(root)
+
+
+_reach_sibling_floors()
 
 _API = (
     "evolve",

@@ -148,3 +148,42 @@ def test_wheel_carries_every_module_and_the_cli_imports_from_it(wheel) -> None:
         "print(callable(monsearch.evolve) and callable(monsearch.score))\n"
     )
     assert _probe(site, probe).strip() == "True"
+
+
+def test_python_m_monsearch_runs_from_a_clone_root_over_a_plain_install(wheel, tmp_path) -> None:
+    """A plain (non-editable) install of the wheel in a fresh venv, run from a clone's
+    root: the clone's ``monsearch/`` folder comes first on ``sys.path`` and must still
+    find the floors beside it (``monsearch.search`` was missing: issue 34). Run from
+    elsewhere, the installed package is used as it is."""
+    _, site = wheel
+    (built,) = (site.parent / "wheel").glob("monsearch-*.whl")
+    clone = site.parent / "src"
+    if not (clone / "bench").exists():
+        shutil.copytree(ROOT / "bench", clone / "bench",
+                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   env=ENV, timeout=300)  # fmt: skip
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+         "--no-deps", "--no-index", str(built)],
+        check=True, env=ENV, timeout=600,
+    )  # fmt: skip
+    # The dependencies from this suite's environment (a path line: its own .pth files,
+    # the editable monsearch's among them, are not read).
+    (installed,) = (venv / "lib").glob("python*/site-packages")
+    deps = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (installed / "zz_test_dependencies.pth").write_text("\n".join(deps) + "\n")
+
+    def run(*args: str, cwd: Path) -> str:
+        proc = subprocess.run([str(python), *args], capture_output=True, text=True, env=ENV,
+                              cwd=cwd, timeout=300, check=False)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    assert run("-m", "monsearch", "--help", cwd=clone).startswith("Usage: python -m monsearch")
+    assert "usage: llm_proposer.py" in run("bench/llm_proposer.py", "--help", cwd=clone)
+    where = "import monsearch.search as s; print(s.__file__)"
+    assert run("-c", where, cwd=clone).strip() == str(clone / "search" / "__init__.py")
+    assert run("-c", where, cwd=tmp_path).strip().startswith(str(installed))
