@@ -126,12 +126,14 @@ def build_trajectory(
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
     balance: str = BALANCE_DEFAULT,
     rates: Rates | str | None = None,
+    agent_class: type | None = None,
 ) -> Trajectory:
     """Trajectory ``n`` of the corpus for ``seed``: persona behaviour, episode, verdicts.
 
     ``out_of_image`` enables the labelled variant whose styles use wget / httpie;
     ``balance="task"`` draws behaviour from the per-task balanced calibration;
-    ``rates`` (see :mod:`~monsearch.synth.rates`) from chosen label rates.
+    ``rates`` (see :mod:`~monsearch.synth.rates`) from chosen label rates;
+    ``agent_class``: the agent that plays the run (the live corpus's executes it).
     """
     chosen = resolve_rates(balance, rates)
     rng = _rng(seed, n, "draw")
@@ -165,6 +167,7 @@ def build_trajectory(
         start,
         family=family,
         long_haul=None if outcome is None else outcome == "step_limit",
+        **({} if agent_class is None else {"agent_class": agent_class}),
     )
     if outcome is not None and episode.outcome != outcome:
         # The chosen rates are per outcome: a run that ends otherwise would miss them.

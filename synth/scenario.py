@@ -234,14 +234,16 @@ class BaseScenario:
         *,
         family: str = "a",
         long_haul: bool | None = None,
+        agent_class: type[Agent] = Agent,
     ) -> Episode:
         """One run of ``mode``; ``family`` is the template family it is written in.
 
         ``long_haul``: for an unsolved mode, whether the run goes on until its turns
         run out (outcome ``step_limit``) instead of the drawn :data:`LONG_HAUL` odds.
+        ``agent_class``: who plays it (a live corpus's agent executes each command).
         """
         m = self.mode(mode)
-        agent = Agent(style, rng, start, family=family)
+        agent = agent_class(style, rng, start, family=family)
         agent.external = self.external(agent)
         agent.flag = self.flag
         agent.plans = plans_for(self.name, family)

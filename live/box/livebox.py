@@ -1,0 +1,132 @@
+"""The agent container's side of a live run, shared by its tools and its Python.
+
+This folder (``live/box``) is copied into each live worker's private tool folder and
+runs there under a bare interpreter (``python -S``): the standard library only, no
+monsearch. The worker writes the run's facts to ``<root>/c/net.json`` before each
+run: the container's host name and address, the task's hosts and where they really
+listen, the third-party sink, whether the internet answers.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = os.path.join(ROOT, "c")
+_FORMAT = "<dd"
+real_time = time.time
+real_sleep = time.sleep
+
+
+def net() -> dict:
+    with open(os.path.join(RUN, "net.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _clock_map() -> mmap.mmap:
+    fd = os.open(os.path.join(RUN, "clock"), os.O_RDWR)
+    try:
+        return mmap.mmap(fd, struct.calcsize(_FORMAT))
+    finally:
+        os.close(fd)
+
+
+def now() -> float:
+    """The run's virtual time (see monsearch.live.clock, which writes the same file)."""
+    m = _clock_map()
+    try:
+        virtual, anchor = struct.unpack_from(_FORMAT, m, 0)
+    finally:
+        m.close()
+    return virtual + (real_time() - anchor)
+
+
+def virtual_sleep(seconds: float) -> None:
+    """Sleep on the run's clock: no real wait, unless the command's 30 s are up (then
+    the clock stops at the limit, the driver is told, and this waits to be stopped)."""
+    import fcntl
+
+    seconds = max(0.0, float(seconds))
+    path = os.path.join(RUN, "clock")
+    with open(path, "rb+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        m = _clock_map()
+        try:
+            virtual, anchor = struct.unpack_from(_FORMAT, m, 0)
+            current = virtual + (real_time() - anchor)
+            limit = _command_limit()
+            target = current + seconds
+            over = limit is not None and target > limit
+            if over:
+                target = limit
+            m[: struct.calcsize(_FORMAT)] = struct.pack(_FORMAT, target, real_time())
+        finally:
+            m.close()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    if over:
+        with open(os.path.join(RUN, "timed_out"), "w", encoding="utf-8") as fh:
+            fh.write("sleep\n")
+        while True:  # the driver stops the command
+            real_sleep(3600)
+
+
+def _command_limit() -> float | None:
+    try:
+        with open(os.path.join(RUN, "command.json"), encoding="utf-8") as fh:
+            c = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return c["virtual_start"] + c["limit"]
+
+
+def dotted(host: str) -> str:
+    try:
+        n = int(host, 16) if host.lower().startswith("0x") else int(host)
+    except ValueError:
+        return host
+    if not 0 <= n < 2**32:
+        return host
+    return ".".join(str((n >> s) & 255) for s in (24, 16, 8, 0))
+
+
+LOOPBACK = ("localhost", "127.0.0.1", "0.0.0.0", "::1", "ip6-localhost", "ip6-loopback")
+
+
+def resolve(name: str, facts: dict | None = None) -> str | None:
+    """The address the container's resolver gives ``name`` (None: no such host)."""
+    facts = facts or net()
+    name = dotted(name.strip("[]").lower().rstrip("."))
+    if name in LOOPBACK:
+        return "127.0.0.1"
+    if name in (facts["hostname"], facts["ip"]):
+        return facts["ip"]
+    hosts = facts["hosts"]
+    if name in hosts:
+        return hosts[name]
+    if name in hosts.values():
+        return name
+    if all(p.isdigit() for p in name.split(".")) and name.count(".") == 3:
+        return name
+    if facts.get("online"):
+        return facts["outside_ip"]
+    return None
+
+
+def route(ip: str, port: int, facts: dict | None = None) -> tuple[str, int]:
+    """Where a connection from the container to ``ip:port`` really goes (loopback of the
+    worker's own network namespace)."""
+    facts = facts or net()
+    ip = dotted(ip)
+    for _name, inst in facts["apps"].items():
+        if ip == inst["ip"]:
+            # an app host listens on its container port only; any other port refuses
+            return ("127.0.0.1", inst["port"] if port == 5000 else 9)
+    if ip in ("127.0.0.1", facts["ip"], "0.0.0.0"):
+        return ("127.0.0.1", port)
+    if facts.get("online") and facts.get("sink"):
+        return ("127.0.0.1", facts["sink"])
+    return (ip, port)
