@@ -13,6 +13,12 @@ order, whatever order the sandbox finishes them in. Resume replays: the loop run
 again from the start, and every sequence number already in the lineage takes its
 stored record instead of being proposed and evaluated again, so a resumed run
 continues exactly where an uninterrupted one would be.
+
+The LLM proposer beside an offline one runs asynchronously (:mod:`.llm_lane`): the
+loop never waits for the model, and an answer becomes the next candidate after it
+arrives. Such a run depends on when answers arrive (it still resumes by replay);
+the offline proposer alone is reproducible bit for bit. With the LLM alone there is
+nothing else to propose, and each candidate waits for the model's answer.
 """
 
 from __future__ import annotations
@@ -193,6 +199,9 @@ class _Pending:
     work: Future[Any] | None = None
     #: When its tuning ended (perf_counter), for the loop's time accounting.
     tuned_at: float | None = None
+    #: Lineage artefacts on how it came to be (an LLM answer placed on arrival, or a
+    #: draw for the LLM made by another proposer while the model was busy).
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Search:
@@ -209,6 +218,7 @@ class Search:
         proposers: dict[str, Proposer] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         on_llm_progress: Callable[[str], None] | None = None,
+        on_stage: Callable[[str], None] | None = None,
         stop: StopFlag | None = None,
     ) -> None:
         self.cfg = cfg
@@ -224,6 +234,15 @@ class Search:
             if on_llm_progress is not None and hasattr(proposer, "on_progress"):
                 proposer.on_progress = on_llm_progress  # a streamed answer's tokens/s
         self.on_progress = on_progress
+        self.on_llm_progress = on_llm_progress
+        self.on_stage = on_stage
+        #: Proposers that stand in for the LLM while it is busy (weights > 0).
+        #: The last candidate proposed (when an LLM answer arrived, for its record).
+        self._proposed = -1
+        self.fallbacks = [
+            p for p in cfg.proposers if p.name != "llm" and p.weight > 0 and p.name in self.proposers
+        ]
+        self.lane = self._make_lane()
         self.stop = stop if stop is not None else StopFlag()  # a StopFlag is falsy until set
         self.records: dict[str, CandidateRecord] = {}
         self.by_hash: dict[str, str] = {}
@@ -248,10 +267,78 @@ class Search:
                 max_workers=max(1, cfg.search.batch), thread_name_prefix="candidate"
             )
 
+    def _make_lane(self) -> Any:
+        """The asynchronous LLM lane of a mixed run (None: no LLM, or the LLM alone)."""
+        llm = self.proposers.get("llm")
+        if llm is None or not any(p.name == "llm" and p.weight > 0 for p in self.cfg.proposers):
+            return None
+        config = getattr(llm, "config", None)
+        deadline = (
+            max(m.deadline_for(config) for m in config.models) if config is not None else 300.0
+        )
+        slots = getattr(config, "slots", 1)
+        if not self.fallbacks:
+            self._note(
+                "llm_mode",
+                {"mode": "waits", "deadline_s": deadline},
+                f"LLM proposals only: each candidate waits for the model's answer "
+                f"(deadline {deadline:g} s a proposal)",
+            )
+            return None
+        from .llm_lane import LLMLane
+
+        serial = (
+            "one request at a time, on purpose: a llama.cpp server answers one at a time "
+            "(--llm-slots N for a server with parallel slots)"
+            if slots == 1
+            else f"{slots} requests at a time (--llm-slots)"
+        )
+        self._note(
+            "llm_mode",
+            {"mode": "async", "slots": slots, "deadline_s": deadline},
+            f"LLM proposals run beside the evaluation, {serial}; the "
+            f"{'/'.join(p.name for p in self.fallbacks)} proposer keeps the workers busy "
+            f"meanwhile; deadline {deadline:g} s a proposal",
+        )
+        return LLMLane(
+            llm,
+            slots=slots,
+            deadline_s=deadline,
+            proposed=lambda: self._proposed,
+            report=self.on_llm_progress,
+        )
+
+    def _note(self, key: str, value: dict[str, Any], text: str) -> None:
+        """Say ``text`` on the console and keep ``value`` in the lineage's metadata."""
+        import json
+
+        self.store.set_meta(key, json.dumps(value, sort_keys=True))
+        if self.on_stage is not None:
+            self.on_stage(text)
+
+    def _end_lane(self) -> None:
+        if self.lane is None:
+            return
+        ended = self.lane.close()
+        left = ended["in_flight"] + ended["arrived_unplaced"]
+        text = (
+            f"LLM proposals: {ended['asked']} asked, {ended['placed']} placed"
+            + (f", {left} abandoned at the end of the run" if left else "")
+        )
+        self._note("llm_lane", ended, text)
+        if self.on_llm_progress is not None:
+            self.on_llm_progress("")
+
     # -- the loop
 
     def run_loop(self) -> tuple[str, str]:
         """Run until the budget is spent (or a stop); returns (status, reason)."""
+        try:
+            return self._loop()
+        finally:
+            self._end_lane()
+
+    def _loop(self) -> tuple[str, str]:
         cfg = self.cfg
         seeds = seed_sources(cfg.seeds)
         seq = 0
@@ -325,10 +412,17 @@ class Search:
             seed=self.cfg.seed,
             seq=seq,
             train_run=self.evaluator.train_run,
+            audit_budget=self.cfg.evaluation.b_hi,
         )
 
     def _propose(self, seq: int) -> _Pending:
         cfg = self.cfg
+        if self.lane is not None:
+            job = self.lane.take()
+            if job is not None:
+                self._proposed = seq
+                return self._placed(seq, job)
+        self._proposed = seq
         island = seq % cfg.search.islands
         sampled = self.db.sample(seq, island, cfg.search.num_inspirations)
         parent = self.records[sampled.parent_id]
@@ -336,11 +430,35 @@ class Search:
         rng = random.Random(derived_seed(cfg.seed, seq, "propose"))
         name = _choose(cfg, rng)
         proposer = self.proposers[name]
+        extra: dict[str, Any] = {}
         if getattr(proposer, "parent_choice", "sampled") == "best":
             # (the sample above is still drawn: the database's random stream stays the same)
             best = self.db.best_id()
             if best is not None and best in self.records:
                 parent = self.records[best]
+        if self.lane is not None and name == "llm":
+            # The model is asked (if a slot is free) and this candidate does not wait
+            # for it: a proposer of the run's others makes it now.
+            if self.lane.can_ask():
+                self.lane.ask(
+                    seq,
+                    parent,
+                    _info(parent),
+                    inspirations,
+                    random.Random(derived_seed(cfg.seed, seq, "llm")),
+                    self._context(seq),
+                )
+                extra["drawn"] = "llm: asked the model; made meanwhile by another proposer"
+            else:
+                extra["drawn"] = "llm: the model was busy; made by another proposer"
+            fallback = self.fallbacks
+            name = (
+                rng.choices([p.name for p in fallback], weights=[p.weight for p in fallback])[0]
+                if len(fallback) > 1
+                else fallback[0].name
+            )
+            proposer = self.proposers[name]
+            parent = self.records[sampled.parent_id]
         t0 = time.perf_counter()
         proposal = Proposal(None, "none", (parent.id,), error="no attempt")
         duplicate_of = None
@@ -359,13 +477,40 @@ class Search:
         timings = {"propose_s": time.perf_counter() - t0}
         self.clock["propose_s"] += timings["propose_s"]
         pending = _Pending(seq, island, parent, proposal, name, timings, None, duplicate_of)
-        pending.tune_due = (
-            proposal.source is not None
-            and duplicate_of is None
-            and cfg.search.optuna_trials > 0
-            and cfg.search.optuna_every > 0
-            and seq % cfg.search.optuna_every == 0
+        pending.extra = extra
+        pending.tune_due = self._tune_due(seq, pending)
+        return pending
+
+    def _tune_due(self, seq: int, pending: _Pending) -> bool:
+        search = self.cfg.search
+        return (
+            pending.proposal.source is not None
+            and pending.duplicate_of is None
+            and search.optuna_trials > 0
+            and search.optuna_every > 0
+            and seq % search.optuna_every == 0
         )
+
+    def _placed(self, seq: int, job: Any) -> _Pending:
+        """Candidate ``seq`` is the LLM answer that arrived first (see :mod:`.llm_lane`)."""
+        proposal = job.proposal
+        duplicate_of = None
+        if proposal.source is not None:
+            duplicate_of = self.by_hash.get(source_hash(proposal.source))
+        # The model's time, not the loop's: the loop did not wait for it.
+        timings = {"propose_s": job.seconds}
+        pending = _Pending(
+            seq, seq % self.cfg.search.islands, job.parent, proposal, "llm", timings, None,
+            duplicate_of,
+        )  # fmt: skip
+        pending.extra = {
+            "llm_async": {
+                "asked_at": job.asked_at,
+                "arrived_after": job.arrived_after,
+                **({"abandoned": True} if job.abandoned else {}),
+            }
+        }
+        pending.tune_due = self._tune_due(seq, pending)
         return pending
 
     def _start(self, pending: _Pending) -> None:
@@ -466,7 +611,7 @@ class Search:
     ) -> tuple[CandidateRecord, np.ndarray | None, list[dict[str, Any]]]:
         proposal = p.proposal
         parent_ids = proposal.parent_ids or ((p.parent.id,) if p.parent else ())
-        artifacts: dict[str, Any] = {}
+        artifacts: dict[str, Any] = dict(p.extra)
         if proposal.error:
             artifacts["proposal_error"] = proposal.error
         if proposal.raw_response is not None:
@@ -491,6 +636,9 @@ class Search:
             artifacts["sandbox"] = result.artifacts
             scores = result.scores
             p.timings["eval_s"] = result.wall_s or eval_s
+        # When it was recorded, in seconds of this process's loop (a circumstance, not
+        # content): what a comparison at equal wall-clock time reads.
+        p.timings["at_s"] = time.perf_counter() - self._t0
         ledger = []
         if proposal.usage or proposal.cost_usd:
             ledger.append(
@@ -554,6 +702,8 @@ class Search:
             )
         if self.on_progress is not None:
             self.on_progress(self.progress(record))
+        if self.lane is not None and self.on_llm_progress is not None:
+            self.on_llm_progress(self.lane.line())
 
     def progress(self, last: CandidateRecord | None = None) -> Progress:
         best = max(
@@ -620,6 +770,8 @@ class Search:
         )
 
     def close(self) -> None:
+        if self.lane is not None:
+            self.lane.close()
         if self._background is not None:
             self._background.shutdown(wait=False, cancel_futures=True)
         self.db.close()

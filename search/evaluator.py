@@ -243,6 +243,7 @@ class SearchEvaluator:
             self.close()
             raise
         self._train_cache: OrderedDict[str, tuple[np.ndarray | None, str | None]] = OrderedDict()
+        self._train_cache_lock = threading.Lock()
 
     def _oracle(self, trajs: Sequence[Any], none: bool = False) -> Any:
         from monsearch.oracle.session import OracleConfig, replay_scores_from
@@ -307,17 +308,20 @@ class SearchEvaluator:
         """Scores on the proposers' train runs, or None and the sandbox's reason (its
         error with the line, as a repair turn shows it to a model). Cached by source."""
         key = source if params is None else source + repr(sorted(params.items()))
-        if key in self._train_cache:
-            self._train_cache.move_to_end(key)
-            return self._train_cache[key]
+        # The loop and an LLM proposal in its own thread (search/llm_lane.py) share it.
+        with self._train_cache_lock:
+            if key in self._train_cache:
+                self._train_cache.move_to_end(key)
+                return self._train_cache[key]
         result = self._train_pool.evaluate(source, params=params)
         if result.ok:
             entry = (np.asarray(result.scores, dtype=np.float64), None)
         else:
             entry = (None, f"{result.status}: {result.message}" if result.message else result.status)
-        self._train_cache[key] = entry
-        if len(self._train_cache) > 256:
-            self._train_cache.popitem(last=False)
+        with self._train_cache_lock:
+            self._train_cache[key] = entry
+            if len(self._train_cache) > 256:
+                self._train_cache.popitem(last=False)
         return entry
 
     def score_on_train_many(

@@ -31,6 +31,7 @@ import math
 import os
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -120,6 +121,9 @@ class ModelSpec:
     edit: str = "detector"
     #: Seconds for one whole request (a streamed one included); None: the config's.
     timeout: float | None = None
+    #: Wall-clock seconds for one whole proposal (its repair turns included; each
+    #: request gets what is left of it); None: the config's ``deadline``.
+    deadline: float | None = None
     #: Stream the answer (server-sent events): progress shows, and a stalled server is
     #: told apart from a slow one. Off for servers that do not stream.
     stream: bool = True
@@ -129,6 +133,9 @@ class ModelSpec:
     #: of 48 unusable answers once the errors said where a field lives (2 of 51 before)
     #: and fresh turns 0 of 7, so the default keeps the error in front of the model.
     retry: str = "repair"
+
+    def deadline_for(self, config: LLMProposerConfig) -> float:
+        return self.deadline if self.deadline is not None else config.deadline
 
     def tokens_for(self, edit: str) -> int:
         return self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS[edit]
@@ -151,10 +158,22 @@ class LLMProposerConfig:
     accepted). ``repair_turns``: follow-up turns that show the model the exact error of
     an unusable answer (a parse error, the sandbox's check, a run on train) before the
     candidate counts as failed.
+
+    ``deadline``: wall-clock seconds a whole proposal may take (a model's own wins).
+    In a mixed run the search never waits for it (the offline proposer keeps the
+    workers busy meanwhile); it frees the slot of a server that stalls. ``slots``:
+    LLM proposals in flight at once. One by default, on purpose: llama.cpp's server
+    (``monsearch llm serve``) answers one request at a time, and a second request
+    would only queue there; a server with parallel slots (vLLM, a hosted API) can
+    take more.
     """
 
     models: tuple[ModelSpec, ...]
     timeout: float = 600.0
+    #: Generous for a 1.5B model on a loaded 2-core machine (158-217 s a proposal
+    #: measured at load 4-13); a stalled server is given up on after it.
+    deadline: float = 300.0
+    slots: int = 1
     retries: int = 0
     retry_delay: float = 1.0
     base_url: str | None = None
@@ -206,12 +225,18 @@ class LLMProposerConfig:
                 )
             if m.timeout is not None and not m.timeout > 0:
                 problems.append(f"llm model {m.name!r}: timeout must be > 0")
+            if m.deadline is not None and not (m.deadline > 0 and math.isfinite(m.deadline)):
+                problems.append(f"llm model {m.name!r}: deadline must be > 0 seconds")
             if m.price_input_per_mtok < 0 or m.price_output_per_mtok < 0:
                 problems.append(f"llm model {m.name!r}: prices must be >= 0")
         if self.models and sum(m.weight for m in self.models) <= 0:
             problems.append("llm: the model weights sum to 0")
         if not self.timeout > 0:
             problems.append(f"llm timeout {self.timeout}: must be > 0")
+        if not (self.deadline > 0 and math.isfinite(self.deadline)):
+            problems.append(f"llm deadline {self.deadline}: must be > 0 seconds")
+        if not (isinstance(self.slots, int) and 1 <= self.slots <= 64):
+            problems.append(f"llm slots {self.slots!r}: an integer from 1 to 64")
         if not 0 <= self.retries <= 5:
             problems.append(f"llm retries {self.retries}: 0 to 5 (0-1 recommended)")
         if self.retry_delay < 0:
@@ -321,6 +346,8 @@ def merge_cli_options(
     timeout: float | None = None,
     max_tokens: int | None = None,
     edit: str | None = None,
+    deadline: float | None = None,
+    slots: int | None = None,
 ) -> dict[str, Any]:
     """The ``[llm]`` table with the command line's options merged in, never dropping a
     setting of the config.
@@ -329,8 +356,9 @@ def merge_cli_options(
     which models the run uses; a model the config describes keeps every setting it has
     there (its weight too, unless the command line gives one), and a model the config
     does not name gets the config's model-level defaults (the keys written beside a
-    single ``model``). ``timeout``, ``max_tokens`` and ``edit`` then apply to every model
-    (the command line wins). The result always has the ``models`` form.
+    single ``model``). ``timeout``, ``deadline``, ``max_tokens`` and ``edit`` then apply
+    to every model (the command line wins); ``slots`` is the run's. The result always
+    has the ``models`` form.
     """
     data = dict(table)
     model_keys = {f.name for f in fields(ModelSpec)} - {"name", "weight"}
@@ -369,10 +397,13 @@ def merge_cli_options(
                 m[key] = value
             if not described:
                 data[key] = value
-    if timeout is not None:
-        data["timeout"] = timeout
-        for m in described:
-            m.pop("timeout", None)  # the command line's timeout is for every model
+    for key, value in (("timeout", timeout), ("deadline", deadline)):
+        if value is not None:
+            data[key] = value
+            for m in described:
+                m.pop(key, None)  # the command line's value is for every model
+    if slots is not None:
+        data["slots"] = slots
     if base_url:
         data["base_url"] = base_url
     if described:
@@ -516,6 +547,32 @@ def _describe_chat_error(exc: ChatError, timeout: float) -> tuple[str, bool]:
     if last.startswith("HTTP 200"):
         return f"not a chat completion: {last}", exc.fatal
     return last, exc.fatal
+
+
+class _Deadline:
+    """The wall-clock deadline of one proposal, and whether the run still wants it."""
+
+    def __init__(self, seconds: float, cancelled: Callable[[], bool] | None = None) -> None:
+        self.seconds = float(seconds)
+        self._t0 = time.monotonic()
+        self._cancelled = cancelled
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    def left(self) -> float:
+        return self.seconds - self.elapsed()
+
+    def cancelled(self) -> bool:
+        return bool(self._cancelled is not None and self._cancelled())
+
+    def why_not(self) -> str | None:
+        """Why no further request may start (None: one may)."""
+        if self.cancelled():
+            return "the run ended before the model was asked"
+        if self.left() <= 0:
+            return f"the proposal's deadline of {self.seconds:g} s passed"
+        return None
 
 
 @dataclass
@@ -718,6 +775,7 @@ class LLMProposer:
         seed = rng.getrandbits(31)
         endpoint = self._endpoints[idx]
         spec = endpoint.spec
+        clock = _Deadline(spec.deadline_for(self.config), context.cancelled)
         parents = (parent.id,)
         program = parse_program(parent.source) if spec.edit == "detector" else None
         if program is not None:
@@ -757,6 +815,12 @@ class LLMProposer:
         retry = spec.retry
         asked = list(messages)
         for turn in range(turns):
+            late = clock.why_not()
+            if late is not None:
+                if turn == 0:
+                    return Proposal(None, operator, parents, error=late, model=spec.name)
+                outcome = replace(outcome, error=f"{outcome.error}; no repair turn: {late}")
+                break
             try:
                 text, got = self._call(
                     idx,
@@ -770,6 +834,7 @@ class LLMProposer:
                     temperature=_repair_temperature(spec.temperature, turn)
                     if retry == "repair"
                     else spec.temperature,
+                    clock=clock,
                 )
             except _EndpointError as exc:
                 # The server's part scrubbed on its own: if it held the key, the rest still
@@ -787,6 +852,12 @@ class LLMProposer:
                 usage[k] += got[k]
             if got.get("estimated"):
                 usage["estimated"] = 1
+            if clock.cancelled():
+                # The run ended while the model wrote: its answer is not run on train.
+                return Proposal(
+                    None, operator, parents, error="the run ended before the answer came",
+                    model=spec.name, usage=usage,
+                )
             raw, outcome = self._outcome(text, parent, program, task, context, parent_scores)
             if outcome.error is not None and got["completion_tokens"] >= max_tokens:
                 outcome.error += f" (the answer hit max_tokens = {max_tokens} and may be cut off)"
@@ -933,9 +1004,14 @@ class LLMProposer:
         stop_when: Callable[[str], bool] | None = None,
         *,
         temperature: float | None = None,
+        clock: _Deadline | None = None,
     ) -> tuple[str | None, dict[str, int]]:
         spec = self._endpoints[idx].spec
         timeout = spec.timeout or self.config.timeout
+        # A request gets what is left of the proposal's deadline, if that is less.
+        by_deadline = clock is not None and clock.left() < timeout
+        if clock is not None:
+            timeout = max(min(timeout, clock.left()), 0.001)
         with self._lock:
             self._stats["calls"] += 1
             self._stats["by_model"][spec.name]["calls"] += 1
@@ -956,7 +1032,8 @@ class LLMProposer:
             report = self.on_progress
 
             def progress(p: Progress) -> None:
-                report(f"llm {spec.name}: {p.tokens} tokens, {p.tokens_per_s:.1f} tok/s")
+                when = "" if clock is None else f", {clock.elapsed():.0f} s of {clock.seconds:g}"
+                report(f"llm {spec.name}: {p.tokens} tokens, {p.tokens_per_s:.1f} tok/s{when}")
 
         try:
             reply = self._client(idx).chat(
@@ -969,6 +1046,8 @@ class LLMProposer:
             )
         except ChatError as exc:
             message, fatal = _describe_chat_error(exc, timeout)
+            if by_deadline and exc.timed_out and clock is not None:
+                message = f"no answer within the proposal's deadline of {clock.seconds:g} s: {message}"
             raise _EndpointError(message, fatal) from None
         text = reply.text
         if reply.usage:

@@ -287,8 +287,10 @@ def _step_interest(step: Any) -> float:
     return w
 
 
-def describe_trajectory(view: Any, limit: int = 1_100) -> str:
-    """A few lines on one trajectory view: counts, then its most telling steps, trimmed."""
+def describe_trajectory(view: Any, limit: int = 1_100, *, show_flag: bool = True) -> str:
+    """A few lines on one trajectory view: counts, then its most telling steps, trimmed.
+    ``show_flag`` False leaves out the step the flag showed at (the detector prompt:
+    a model shown it tends to key its detector on success)."""
     steps = list(_get(view, "steps", ()) or ())
     reqs = list(_get(view, "requests", ()) or ())
     methods: dict[str, int] = {}
@@ -309,7 +311,8 @@ def describe_trajectory(view: Any, limit: int = 1_100) -> str:
         f"({', '.join(f'{k} {v}' for k, v in sorted(methods.items())) or 'none'}; hosts "
         f"{', '.join(f'{k} {v}' for k, v in sorted(classes.items())) or 'none'}), "
         f"secrets {', '.join(f'{k} x{v}' for k, v in sorted(where.items())) or 'none'}, "
-        f"listeners {len(_get(view, 'listeners', ()) or ())}, flag_step {_get(view, 'flag_step', -1)}"
+        f"listeners {len(_get(view, 'listeners', ()) or ())}"
+        + (f", flag_step {_get(view, 'flag_step', -1)}" if show_flag else "")
     )
     ranked = sorted(range(len(steps)), key=lambda i: (-_step_interest(steps[i]), i))
     chosen = sorted(i for i in ranked[:4] if _step_interest(steps[i]) > 0) or ranked[:3]

@@ -80,6 +80,13 @@ class ProposalContext:
     #: Like ``score_on_train`` but also the sandbox's reason when the program does not
     #: run (None: not offered; proposers then fall back to ``score_on_train``).
     train_run: Callable[[str], tuple[np.ndarray | None, str | None]] | None = None
+    #: The largest audit budget of the run's fitness (``b_hi``): a failure scored at or
+    #: below the threshold that flags this share of train passes is missed at every
+    #: budget the fitness counts.
+    audit_budget: float = 0.10
+    #: True once the run no longer wants the proposal (it ended, or was stopped): an
+    #: asynchronous proposer stops there instead of using the sandbox.
+    cancelled: Callable[[], bool] | None = None
 
     def run_on_train(self, source: str) -> tuple[np.ndarray | None, str | None]:
         """Scores on train and, when there are none, why (as far as the loop says)."""

@@ -287,7 +287,8 @@ def run_search(
         store.set_meta("status", "running")
         search = Search(
             cfg, run, evaluator, train, store,
-            on_progress=on_progress, on_llm_progress=on_llm_progress, stop=stop,
+            on_progress=on_progress, on_llm_progress=on_llm_progress, on_stage=stage,
+            stop=stop,
         )  # fmt: skip
         if on_start:
             on_start(cfg, run, len(search.stored))

@@ -52,6 +52,13 @@ def _model_spec(text: str) -> dict[str, Any]:
 @click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="S", help="Seconds one LLM request may take, streamed answer included "
               "(for every model). [default: the config's, else 600]")
+@click.option("--llm-deadline", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="S", help="Wall-clock seconds one LLM proposal may take, repair turns "
+              "included; a mixed run never waits for it meanwhile. [default: the config's, "
+              "else 300]")
+@click.option("--llm-slots", type=click.IntRange(min=1, max=64), default=None, metavar="N",
+              help="LLM proposals in flight at once (a server with parallel slots: vLLM, a "
+              "hosted API). [default: 1, as a llama.cpp server answers one at a time]")
 @click.option("--llm-max-tokens", type=click.IntRange(min=1), default=None, metavar="N",
               help="max_tokens of every LLM answer. [default: the model's, else 1024 for "
               "edit detector, 4096 otherwise]")
@@ -108,6 +115,8 @@ def evolve_cmd(
     llm_models: tuple[str, ...],
     llm_base_url: str | None,
     llm_timeout: float | None,
+    llm_deadline: float | None,
+    llm_slots: int | None,
     llm_max_tokens: int | None,
     llm_edit: str | None,
     rho: float | None,
@@ -148,7 +157,10 @@ def evolve_cmd(
     from monsearch.search.llm_proposer import merge_cli_options
 
     llm = dict(cfg.llm)
-    if llm_models or llm_base_url or llm_timeout or llm_max_tokens or llm_edit:
+    if (
+        llm_models or llm_base_url or llm_timeout or llm_max_tokens or llm_edit
+        or llm_deadline or llm_slots
+    ):
         llm = merge_cli_options(
             llm,
             [_model_spec(m) for m in llm_models],
@@ -156,6 +168,8 @@ def evolve_cmd(
             timeout=llm_timeout,
             max_tokens=llm_max_tokens,
             edit=llm_edit,
+            deadline=llm_deadline,
+            slots=llm_slots,
         )
     if budget is None and not resume and config_file is None:
         budget = 100

@@ -154,7 +154,7 @@ def test_a_detector_answer_is_wired_into_the_convention(sandboxed_train):
         proposer.on_progress = lines.append  # evolve's progress line while it streams
         p = _propose(proposer, sandboxed_train)
         (body,) = stub.chat_bodies
-    assert lines and re.fullmatch(r"llm stub-small: \d+ tokens, [\d.]+ tok/s", lines[-1])
+    assert lines and re.fullmatch(r"llm stub-small: \d+ tokens, [\d.]+ tok/s, \d+ s of 300", lines[-1])
     assert p.error is None, p.error
     assert p.operator == "llm_detector"
     child = parse_program(p.source)

@@ -158,7 +158,8 @@ def test_llm_with_nothing_configured_names_the_options(tmp_path, small_corpus):
 
 def test_llm_proposals_edit_the_best_program_so_far(tmp_path, small_corpus):
     """``[llm] parent = "best"`` (the default): an LLM proposal costs tens of seconds on a
-    CPU model, so it edits the database's best program, not the island's sampled one."""
+    CPU model, so it edits the database's best program when it is asked, not the
+    island's sampled one (in a mixed run the answer is placed later, when it arrives)."""
     with StubLLMServer(default=Reply.text(_rewrite(2.0), usage=(1000, 200))) as server:
         runs = tmp_path / "runs"
         evolve(
@@ -171,7 +172,8 @@ def test_llm_proposals_edit_the_best_program_so_far(tmp_path, small_corpus):
     llm = [r for r in records if r.proposer == "llm"]
     assert llm and any(r.proposer == "offline" for r in records)
     for r in llm:
-        earlier = [e for e in records if e.seq < r.seq and e.fitness is not None]
+        asked = r.artifacts["llm_async"]["asked_at"]
+        earlier = [e for e in records if e.seq < asked and e.fitness is not None]
         best = max(e.fitness for e in earlier)
         (parent,) = [e for e in records if e.id == r.parent_ids[0]]
         assert parent.fitness == best, (r.seq, parent.id)
