@@ -48,6 +48,9 @@ _API = (
     "scoring",
     "load_corpus",
     "EvolveResult",
+    "SealedTestReport",
+    "SealedCorpusFigures",
+    "ExportedMonitor",
     "TrajectoryScore",
 )
 

@@ -35,6 +35,8 @@ from monsearch.search.frozen import FrozenProgram
 from monsearch.search.runs import CorpusRef
 
 from .corpus import run_corpus
+from .python_names import speaks_python
+from .results import SealedTestReport
 
 
 def _program(verified: Any, program_id: str | None) -> FrozenProgram:
@@ -78,7 +80,9 @@ def run_sealed_test(
     The run is read through :func:`monsearch.search.frozen.verify_run` (a run folder
     that differs from what the run recorded is refused, exit 2). Refuses
     (:class:`.sealed_ledger.SealedTestRefused`) before reading any sealed split when
-    the ledger already holds the key, unless ``force``. The ledger entry is written
+    the ledger already holds the key, or holds another program of this run opened on
+    this corpus (selecting on test), unless ``force``; the report's
+    ``ledger.other_programs`` names the run's programs opened there before. The ledger entry is written
     after scoring and before anything is reported; it counts the run's openings (and
     the earlier reports in the run's ``test/`` folder).
     """
@@ -116,7 +120,9 @@ def run_sealed_test(
     key = LedgerKey(
         strategy.strategy_hash, ident.content_hash, ident.assignment_hash, strategy.program_hash
     )
-    ledger.check(key, force=force)
+    # Refused here, before any sealed split is read: this program opened on this corpus
+    # already, or another program of the run (selecting on test), unless ``force``.
+    ledger.check(key, force=force, run=RunRef(run.id, verified.uid))
 
     say(f"loading corpus {ident.name}")
     corp = open_sealed(path)
@@ -205,6 +211,7 @@ def run_sealed_test(
             "opening": entry["opening"],
             "run_opening": entry["run_opening"],
             "run_uid": verified.uid,
+            "other_programs": entry.get("other_programs", []),
             "previous": [
                 {k: e.get(k) for k in ("opened_at", "run_id", "program_id")} for e in previous
             ],
@@ -225,6 +232,15 @@ def _val_reproduced(strategy: FrozenProgram, scores: np.ndarray) -> bool | None:
     return bool(np.array_equal(stored, scores))
 
 
+@speaks_python(
+    {
+        "--force": "force=True",
+        "--program": "program",
+        "--runs-dir": "runs_dir",
+        "--costs": "costs",
+        "--loss-tolerance": "loss_tolerance",
+    }
+)
 def test(
     run: str | Path,
     *,
@@ -235,13 +251,21 @@ def test(
     runs_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
     loss_tolerance: float | None = None,
-) -> dict[str, Any]:
-    """``monsearch test RUN`` as a function: the sealed test's report (a dict, as
-    ``report.json`` holds it). Writes nothing but the ledger entry; the command writes
-    the report files (:func:`monsearch.eval.report.write_report`)."""
+) -> SealedTestReport:
+    """``monsearch test RUN`` as a function: evaluate the run's frozen strategy (or
+    candidate ``program``) once on its sealed splits.
+
+    Returns a :class:`~monsearch.api.results.SealedTestReport` (its ``to_dict()`` is
+    the document ``report.json`` holds; ``write(folder)`` writes the report files).
+    Writes nothing but the ledger entry. Raises
+    :class:`~monsearch.eval.sealed_ledger.SealedTestRefused` when the ledger records
+    this program tested on this corpus already (``force=True`` evaluates again, the
+    report marked re-opened). ``workers``: splits scored at a time; ``costs``: the
+    escalation cost model (default built in); ``loss_tolerance``: a shifted view's
+    loss vs val whose whole bootstrap interval lies above it is flagged (0.05)."""
     from monsearch.search.runs import resolve_run
 
-    return run_sealed_test(
+    report = run_sealed_test(
         resolve_run(str(run), runs_dir),
         program_id=program,
         force=force,
@@ -250,3 +274,4 @@ def test(
         progress=progress,
         loss_tolerance=loss_tolerance,
     )
+    return SealedTestReport.from_report(report)

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 import click
 
+from monsearch.api.results import install_target
 from monsearch.commands.consoles import stderr_console
 
-
-def install_target(out: Path) -> str:
-    """``out`` as ``pip install`` takes it: pip reads a bare name such as ``monitor-r1`` as a
-    package to download, so a relative folder is written ``./monitor-r1``."""
-    text = str(out)
-    if not out.is_absolute() and not text.startswith("."):
-        text = f"./{text}"
-    return shlex.quote(text)
+__all__ = ["export", "install_target"]
 
 
 @click.command("export")
@@ -76,16 +69,16 @@ def export(
     ControlArena and atif-scan. Install it with pip install DIR; monsearch score
     --monitor DIR FILE... scores trajectories with it.
     """
-    from monsearch.api.export import export as do_export
+    from monsearch.api.export import export_plugin
 
     console = stderr_console()
     with console.status("exporting (verifying on val)..." if verify else "exporting..."):
-        monitor = do_export(
+        monitor = export_plugin(
             run, out, program=program_id, name=name, runs_dir=runs_dir, verify=verify
         )
-    verified = monitor.get("verified")
-    console.print(f"wrote {monitor['package']} to {out}", highlight=False)
-    console.print(f"  strategy {monitor['strategy_hash'][:16]}... of run {monitor['run_id']}")
-    if verified:
-        console.print(f"  verified: {verified['n']} val scores reproduced exactly")
-    console.print(f"  install: pip install {install_target(out)}", highlight=False, markup=False)
+    console.print(f"wrote {monitor.package} to {out}", highlight=False, markup=False)
+    console.print(f"  strategy {monitor.strategy_hash[:16]}... of run {monitor.run_id}",
+                  markup=False)
+    if monitor.verified:
+        console.print(f"  verified: {monitor.verified['n']} val scores reproduced exactly")
+    console.print(f"  install: {monitor.install}", highlight=False, markup=False)
