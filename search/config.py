@@ -1,6 +1,9 @@
 """The configuration of one run: every knob of ``monsearch evolve``, resolved.
 
-Defaults < ``--config FILE`` (TOML) < command-line options. The resolved
+Defaults < ``--config FILE`` (TOML) < command-line options. Each record checks its
+fields when it is built (type, finiteness, range: :mod:`monsearch.search.config_rules`),
+so a file, an option and the Python API are refused alike, before any work;
+:meth:`EvolveConfig.validate` adds the checks that relate fields. The resolved
 configuration is written to ``runs/<id>/config.json`` before the first
 evaluation; ``--resume`` reads it back, so a resumed run cannot silently change
 its seed, corpus or search settings (only the budget and spend caps may grow).
@@ -16,9 +19,24 @@ from typing import Any
 from monsearch.errors import MonsearchError
 from monsearch.eval.options import EvaluationOptions
 
+from . import config_rules as rules
+
 
 class ConfigError(MonsearchError):
     """A configuration file or option that cannot be used."""
+
+
+def _values(record: Any) -> dict[str, Any]:
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.init}
+
+
+def _init_names(cls: type) -> set[str]:
+    return {f.name for f in fields(cls) if f.init}
+
+
+def _refuse(problems: list[str]) -> None:
+    if problems:
+        raise ConfigError("; ".join(problems))
 
 
 @dataclass(frozen=True)
@@ -30,6 +48,9 @@ class EvaluationConfig(EvaluationOptions):
     #: Mean oracle calls per benign trajectory a candidate may make (docs/DESIGN.md: rho).
     rho: float = 0.05
     fitness: str = "invariant"
+
+    def __post_init__(self) -> None:
+        _refuse(rules.number_problems(_values(self), rules.EVALUATION, "evaluation."))
 
 
 @dataclass(frozen=True)
@@ -65,6 +86,9 @@ class SearchConfig:
     #: Attempts to get a program not evaluated before, before a duplicate is recorded.
     dedup_attempts: int = 3
 
+    def __post_init__(self) -> None:
+        _refuse(rules.number_problems(_values(self), rules.SEARCH, "search."))
+
 
 #: The embedded default corpus: the generator's defaults (monsearch.synth.generate;
 #: a test keeps the two equal). A run records them when it uses it.
@@ -79,6 +103,12 @@ def _default_corpus() -> dict[str, int]:
 class ProposerSpec:
     name: str
     weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        problem = rules.text_problem("proposers[].name", self.name)
+        problems = [problem] if problem else []
+        problem = rules.WEIGHT.problem(f"proposers[{self.name!r}].weight", self.weight)
+        _refuse(problems + ([problem] if problem else []))
 
 
 @dataclass(frozen=True)
@@ -105,6 +135,9 @@ class EvolveConfig:
     cpu_s: float = 30.0
     memory_mb: int = 1024
 
+    def __post_init__(self) -> None:
+        _refuse(_top_problems(self))
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["evaluation"] = self.evaluation.to_dict()
@@ -114,17 +147,34 @@ class EvolveConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "configuration") -> EvolveConfig:
-        return _build(cls, d, where)
+        try:
+            return _build(cls, d, where)
+        except ConfigError as exc:
+            if str(exc).startswith(where):
+                raise
+            raise ConfigError(f"{where}: {exc}") from None  # a field's own check: say where
 
     def with_overrides(self, **options: Any) -> EvolveConfig:
         """Apply command-line options (None: not given). Dotted names reach sub-configs."""
         top: dict[str, Any] = {}
         sub: dict[str, dict[str, Any]] = {"evaluation": {}, "search": {}}
+        known = {
+            "": _init_names(EvolveConfig),
+            "evaluation": _init_names(EvaluationConfig),
+            "search": _init_names(SearchConfig),
+        }
         for key, value in options.items():
             if value is None:
                 continue
             section, _, name = key.partition(".")
-            if name:
+            if not name:
+                section, name = "", key
+            if name not in known.get(section, ()) or key in ("evaluation", "search"):
+                raise ConfigError(
+                    f"unknown setting {key!r} (the keys of config.json; a section's as "
+                    "'evaluation.rho' or 'search.islands')"
+                )
+            if section:
                 sub[section][name] = value
             else:
                 top[key] = value
@@ -156,13 +206,13 @@ class EvolveConfig:
             problems.append(f"cells {list(ev.cells)}: one or more of {', '.join(CELL_KEYS)}")
         if ev.oracle not in ("replay", "none"):
             problems.append(f"oracle {ev.oracle!r}: 'replay' or 'none'")
-        if se.islands < 1 or se.population < 4 or se.batch < 1:
-            problems.append("search: need islands >= 1, population >= 4, batch >= 1")
-        for name in ("train_subset", "proposer_subset"):
-            if getattr(se, name) < 0:
-                problems.append(f"search: {name} {getattr(se, name)}: must be >= 0 (0: all)")
-        if not self.proposers or any(p.weight < 0 for p in self.proposers):
-            problems.append("proposers: at least one, weights >= 0")
+        if se.exploration_ratio + se.exploitation_ratio > 1:
+            problems.append(
+                f"search: exploration_ratio {se.exploration_ratio} + exploitation_ratio "
+                f"{se.exploitation_ratio}: at most 1 together (the rest is random sampling)"
+            )
+        if not self.proposers:
+            problems.append("proposers: at least one")
         if sum(p.weight for p in self.proposers) <= 0:
             problems.append("proposers: the weights sum to 0")
         known = {"offline", "perturb", "llm"}
@@ -173,8 +223,7 @@ class EvolveConfig:
             problems.append(f"backend {self.backend!r}: local, dask or dask-local")
         if self.backend == "dask" and not self.scheduler:
             problems.append("backend dask needs --scheduler ADDRESS")
-        if self.workers < 1:
-            problems.append(f"workers {self.workers}: must be at least 1")
+        problems += _top_problems(self)
         if problems:
             raise ConfigError("; ".join(problems))
         return self
@@ -231,3 +280,36 @@ def parse_proposers(text: str) -> tuple[ProposerSpec, ...]:
         except ValueError:
             raise ConfigError(f"--proposer {text!r}: weight {weight!r} is not a number") from None
     return tuple(specs)
+
+
+def _top_problems(cfg: EvolveConfig) -> list[str]:
+    """What in the top level of ``cfg`` no run can use (its sections check themselves)."""
+    problems = rules.number_problems(_values(cfg), rules.TOP, "")
+    for name, optional in (("run_id", False), ("corpus_path", True), ("backend", False),
+                           ("scheduler", True)):  # fmt: skip
+        problem = rules.text_problem(name, getattr(cfg, name), optional=optional)
+        problems += [problem] if problem else []
+    if not isinstance(cfg.seeds, tuple | list):
+        problems.append(f"seeds {cfg.seeds!r}: expected a list of seed names or files")
+    else:
+        for i, seed in enumerate(cfg.seeds):
+            problem = rules.text_problem(f"seeds[{i}]", seed)
+            problems += [problem] if problem else []
+    if not isinstance(cfg.proposers, tuple | list) or not all(
+        isinstance(p, ProposerSpec) for p in cfg.proposers
+    ):
+        problems.append("proposers: expected a list of tables (name, weight)")
+    if not isinstance(cfg.evaluation, EvaluationConfig):
+        problems.append("evaluation: expected a table")
+    if not isinstance(cfg.search, SearchConfig):
+        problems.append("search: expected a table")
+    default = cfg.corpus_default
+    if not isinstance(default, dict) or set(default) - set(DEFAULT_CORPUS):
+        problems.append(
+            f"corpus_default: expected a table of {', '.join(DEFAULT_CORPUS)}"
+        )
+    else:
+        problems += rules.number_problems(default, rules.CORPUS_DEFAULT, "corpus_default.")
+    if cfg.llm:
+        problems += rules.llm_problems(cfg.llm)
+    return problems

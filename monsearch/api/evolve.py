@@ -219,6 +219,7 @@ def run_search(
 ) -> SearchOutcome:
     """Run (or resume) a search to its budget, select and freeze the strategy."""
     t_start = time.perf_counter()
+    cfg.validate()  # every setting, and how they relate, before any work
     from monsearch.search.engine import seed_sources
 
     seed_sources(cfg.seeds)  # a missing seed file fails before any work
