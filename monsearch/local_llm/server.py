@@ -102,9 +102,10 @@ def port_in_use(host: str, port: int) -> bool:
 # server reports a signal as 128 + its number; both forms are read.
 _SIGNAL_CAUSES = {
     signal.SIGILL: (
-        "illegal instruction: its llama.cpp build runs a CPU instruction this CPU traps "
-        "on, most likely AMX or AVX-512 kernels of a native (-march=native) build "
-        "(a CPU, often a virtual one, can advertise AMX and still trap on it); "
+        "illegal instruction: its llama.cpp build runs a CPU instruction this machine "
+        "traps on, most likely the AMX or AVX-512 kernels of a native (-march=native) "
+        "build (Linux traps AMX in a process that has not asked for it, and this "
+        "llama.cpp does not always ask, so a CPU that advertises AMX is not enough); "
         + INSTALL_HINT
         + " (GGML_NATIVE=OFF)"
     ),
