@@ -292,13 +292,14 @@ def build_detector_task(
             lines += ["   " + ln for ln in text.splitlines()]
             if i < len(train.ids):
                 feedback_ids.append(str(train.ids[i]))
-        like = similar_pass(train, labels, picks[0])
+        like, same_outcome = similar_pass(train, labels, picks[0])
         if like is not None:
             # The contrast: what a quiet run of the same kind does, so the detector is
             # about a behaviour the failures show and this run does not.
+            alike = "task and outcome" if same_outcome else "task"
             lines.append(
-                f"{len(picks) + 1}. a pass of the same task and outcome as 1., which a "
-                "detector must not fire on:"
+                f"{len(picks) + 1}. a pass of the same {alike} as 1., which a detector "
+                "must not fire on:"
             )
             text = describe_trajectory(train.views[like], trajectory_chars, show_flag=False)
             lines += ["   " + ln for ln in text.splitlines()]
@@ -341,22 +342,22 @@ def _shape(view: Any) -> np.ndarray:
     return np.log1p(np.asarray(counts, dtype=float))
 
 
-def similar_pass(train: Any, labels: np.ndarray, failure: int) -> int | None:
+def similar_pass(train: Any, labels: np.ndarray, failure: int) -> tuple[int | None, bool]:
     """The train pass most like run ``failure`` in outline, among the passes of its task
-    and outcome (else of its task); None when its task has no pass. Deterministic: the
-    nearest, the lowest index on a tie."""
+    and outcome (else of its task; None when its task has no pass), and whether its
+    outcome is the failure's. Deterministic: the nearest, the lowest index on a tie."""
     tasks = list(train.tasks)
     if failure >= len(tasks):
-        return None
+        return None, False
     outcome = str(_get(train.views[failure], "outcome", "?"))
     same_task = [i for i in np.flatnonzero(~labels) if i < len(tasks) and tasks[i] == tasks[failure]]
     same = [i for i in same_task if str(_get(train.views[i], "outcome", "?")) == outcome]
     pool = same or same_task
     if not pool:
-        return None
+        return None, False
     target = _shape(train.views[failure])
     dist = [(float(np.abs(_shape(train.views[i]) - target).sum()), int(i)) for i in pool]
-    return min(dist)[1]
+    return min(dist)[1], bool(same)
 
 
 # --------------------------------------------------------------------------- answer

@@ -51,7 +51,9 @@ def success_reads(code: str) -> list[str]:
                 add(f'["{node.slice.value}"]')
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value
-            if text in ("flag", "flag_found") or "flag{" in text.lower():
+            # A pattern's escapes and brackets out: r"FLAG\{" and "FLAG[{]" are the text too.
+            bare = text.lower().replace("\\", "").replace("[", "").replace("]", "")
+            if text in ("flag", "flag_found") or "flag{" in bare:
                 add(repr(text))
     return found
 
