@@ -92,7 +92,7 @@ def port_in_use(host: str, port: int) -> bool:
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 return True
-            raise
+            raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     with socket.socket() as s:
         s.settimeout(2.0)
         return s.connect_ex((host, port)) == 0
@@ -240,14 +240,27 @@ class LocalServer:
         return " | ".join(text[-lines:])
 
     def check(self) -> None:
-        """What can be refused before anything starts: no model file, a port in use."""
+        """What can be refused before anything starts: no model file, a log that cannot
+        be written, a port in use."""
         if not self.model.is_file():
             raise ServerError(f"no model file at {self.model}")
+        if self.log_path is not None:
+            self._open_log().close()
         if port_in_use(self.host, self.port):
             raise PortTaken(
                 f"port {self.port} on {self.host} is already in use by another process: "
                 "give another --port, or none for a free one"
             )
+
+    def _open_log(self):
+        assert self.log_path is not None
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            return self.log_path.open("ab")
+        except OSError as exc:
+            raise ServerError(
+                f"cannot write the server's log {self.log_path}: {exc.strerror or exc}"
+            ) from None
 
     def owns_port(self) -> bool | None:
         """Whether every listener on the port (for this host) is in the server's process
@@ -282,8 +295,7 @@ class LocalServer:
             fd, name = tempfile.mkstemp(prefix="monsearch-llama-", suffix=".log")
             os.close(fd)
             self.log_path = Path(name)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
+        log = self._open_log()
         self._log_file = log
         # A stop signal arriving during the fork would lose the child's pid: held back
         # until self.process is set, then delivered (and the child unblocks them).

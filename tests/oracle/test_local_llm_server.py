@@ -268,3 +268,14 @@ def test_the_port_given_is_the_one_served(fake, model):
     with server:
         assert server.base_url == f"http://127.0.0.1:{port}/v1"
         assert server.owns_port() is True
+
+
+def test_a_log_that_cannot_be_written_is_one_line(fake, model, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = _serve("--model", str(model), "--log", str(blocker / "log"))
+    out, err = proc.communicate(timeout=GUARD_S)
+    assert proc.returncode == 2 and out == "" and "Traceback" not in err
+    (line,) = err.strip().splitlines()  # refused before the start line
+    assert line.startswith("error: cannot write the server's log")
+    assert not (fake / "pid").exists()
