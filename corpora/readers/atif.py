@@ -65,6 +65,7 @@ from monsearch.corpora.readers.jsonio import (
 )
 from monsearch.corpora.readers.report import FileProgress, ImportReport, ReportBuilder
 from monsearch.corpora.readers.stepinput import read_step_input
+from monsearch.corpora.readers.tree import tree_files
 from monsearch.corpora.readers.verdicts import read_verdict, split_roles
 
 SOURCE_FORMAT = "atif"
@@ -119,7 +120,9 @@ def read_atif(
     builder = ReportBuilder(strict=strict, progress=progress)
     side = _read_labels(Path(labels), builder, max_bytes) if labels is not None else {}
     oracles = frozenset(oracle_judges)
-    files, base = _locate(src, Path(labels) if labels is not None else None)
+    files, base, links = _locate(src, Path(labels) if labels is not None else None)
+    for link in links:
+        builder.skip(link)  # (--strict: refused before any file is read)
     no_task = 0
     for path in files:
         display = str(path)
@@ -150,23 +153,20 @@ def read_atif(
 # -- files -------------------------------------------------------------------
 
 
-def _locate(src: Path, labels: Path | None) -> tuple[list[Path], Path]:
+def _locate(src: Path, labels: Path | None) -> tuple[list[Path], Path, list[InputError]]:
+    """The files to read, the folder their names are relative to, and the links in the
+    tree left unread (corpora/readers/tree.py)."""
     if src.is_file():
-        return [src], src.parent
+        return [src], src.parent, []
     if not src.is_dir():
         raise InputError(str(src), "", "an existing file or folder", "nothing at that path")
     skip = labels.resolve() if labels is not None else None
-    files = sorted(
-        (
-            p
-            for p in src.rglob("*")
-            if p.suffix in (".json", ".jsonl") and p.is_file() and p.resolve() != skip
-        ),
-        key=lambda p: p.relative_to(src).as_posix(),
-    )
-    if not files:
+    files, links = tree_files(src, lambda name: Path(name).suffix in (".json", ".jsonl"))
+    files = [p for p in files if p.resolve() != skip]
+    links = [err for err in links if Path(err.path).resolve() != skip]  # --labels itself
+    if not files and not links:
         raise InputError(str(src), "", "a folder with ATIF .json or .jsonl files", "none in it")
-    return files, src
+    return files, src, links
 
 
 def _documents(path: Path, display: str, max_bytes: int) -> Iterator[tuple[int | None, Any]]:

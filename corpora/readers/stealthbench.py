@@ -48,6 +48,7 @@ from monsearch.corpora.readers.jsonio import (
 )
 from monsearch.corpora.readers.report import FileProgress, ImportReport, ReportBuilder
 from monsearch.corpora.readers.stepinput import read_step_input
+from monsearch.corpora.readers.tree import tree_files
 from monsearch.corpora.readers.verdicts import (
     is_oracle,
     legacy_votes,
@@ -90,6 +91,8 @@ class _Layout:
     files: list[Path]
     root: Path | None  # holds verdicts/ and panel-verdicts/, if labels can exist
     base: Path  # meta["source_path"] is relative to this
+    #: Links in the tree, left unread (corpora/readers/tree.py).
+    links: tuple[InputError, ...] = ()
 
 
 def read_stealthbench(
@@ -109,6 +112,9 @@ def read_stealthbench(
     # (task, id) of every run, from folder names too, so a run skipped as broken
     # does not make its verdicts look orphaned.
     keys: set[tuple[str, str]] = set()
+    for link in layout.links:
+        builder.skip(link)  # (--strict: refused before any file is read)
+        keys.add((Path(link.path).parent.parent.name, Path(link.path).parent.name))
     for path in layout.files:
         keys.add((path.parent.parent.name, path.parent.name))
         display = str(path)
@@ -145,16 +151,16 @@ def _locate(src: Path) -> _Layout:
         root, traj_dir = src.parent, src
     else:
         root, traj_dir = src, src
-    files = sorted(traj_dir.rglob(TRAJECTORY_FILE), key=lambda p: p.relative_to(root).as_posix())
-    files = [p for p in files if p.is_file()]
-    if not files:
+    files, links = tree_files(traj_dir, lambda name: name == TRAJECTORY_FILE)
+    files.sort(key=lambda p: p.relative_to(root).as_posix())
+    if not files and not links:
         raise InputError(
             str(src),
             "",
             f"a StealthBench results folder with trajectories/<model>/<task>/<id>/{TRAJECTORY_FILE}",
             f"no {TRAJECTORY_FILE} in it",
         )
-    return _Layout(files, root, root)
+    return _Layout(files, root, root, tuple(links))
 
 
 def _judge_dirs(root: Path | None) -> list[Path]:

@@ -35,6 +35,8 @@ from monsearch.commands.options import (
     splits_option,
 )
 from monsearch.commands.paths import writing_corpus
+from monsearch.commands.printable import printable
+from monsearch.corpora.errors import InputError
 from monsearch.errors import MonsearchError
 
 
@@ -252,19 +254,24 @@ def import_cmd(
     out_console, err_console = stdout_console(), stderr_console()
     with writing_corpus(out), _progress(quiet or as_json) as bar:
         reading = bar.add_task(f"reading {escape(str(src))}", total=None)
-        report = read_any(
-            src,
-            fmt,
-            labels=labels,
-            strict=strict,
-            oracle_judges=frozenset(oracle_judges),
-            progress=lambda done, total: bar.update(reading, completed=done, total=total),
-        )
+        try:
+            report = read_any(
+                src,
+                fmt,
+                labels=labels,
+                strict=strict,
+                oracle_judges=frozenset(oracle_judges),
+                progress=lambda done, total: bar.update(reading, completed=done, total=total),
+            )
+        except InputError as err:  # (--strict) a name from the tree, escaped: one line
+            raise MonsearchError(printable(str(err))) from None
         if not report.trajectories:
             raise MonsearchError(
-                f"{src}: no trajectory could be read ({report.files_read} files examined, "
-                f"{len(report.skipped)} skipped)"
-                + (": " + report.skipped[0].reason if report.skipped else "")
+                printable(
+                    f"{src}: no trajectory could be read ({report.files_read} files examined, "
+                    f"{len(report.skipped)} skipped)"
+                    + (": " + report.skipped[0].reason if report.skipped else "")
+                )
             )
         split = None
         if seed is not None:
@@ -305,7 +312,8 @@ def import_cmd(
         )
         # One plain line per file, never wrapped, so the paths can be grepped and pasted.
         for s in report.skipped:
-            click.echo(f"skipped {s.path}: {_reason(s.path, s.reason)}")
+            # (escaped: a file name or a link's target may hold a newline or an escape)
+            click.echo(f"skipped {printable(s.path)}: {printable(_reason(s.path, s.reason))}")
         _print_manifest(out_console, manifest)
         out_console.print(f"wrote {escape(str(out))}")
     if report.skipped:
