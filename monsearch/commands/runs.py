@@ -185,10 +185,10 @@ def _run_summary(run: Any) -> dict[str, Any]:
     return out
 
 
-def _date(created: str | None, with_time: bool) -> str:
-    # ISO 8601 in UTC as written by the driver; the minute is enough in a table, and an
-    # 80-column terminal only has room for the day (--json has the full timestamp).
-    return "-" if not created else created.replace("T", " ")[: 16 if with_time else 10]
+def _date(created: str | None) -> str:
+    # ISO 8601 in UTC as written by the driver; the minute is enough in a table (--json
+    # has the full timestamp). A narrow table wraps it at the space: day over time.
+    return "-" if not created else created.replace("T", " ")[:16]
 
 
 RUNS_NOTE = (
@@ -233,7 +233,7 @@ def runs_cmd(runs_dir: Path | None, as_json: bool) -> None:
                 [
                     one_line(s["id"]),
                     corpus_cell or "-",
-                    one_line(_date(s.get("created"), console.width >= 100)),
+                    one_line(_date(s.get("created"))),
                     one_line(f"{s.get('evaluated', 0)}/{s.get('budget') or '?'}"),
                     _num(best and best["fitness"]),
                     _num(sel and sel["fitness"]),

@@ -18,8 +18,10 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from monsearch.commands.consoles import stderr_console, stdout_console
+from monsearch.commands import cells
+from monsearch.commands.consoles import fitted_table, stderr_console, stdout_console
 from monsearch.commands.options import corpus_option, find_trajectory, splits_option
 from monsearch.errors import MonsearchError
 
@@ -547,7 +549,11 @@ def check_cmd(program: Path, as_json: bool) -> None:
             where = f"{e['line']}:{e['column'] or 1}" if e["line"] is not None else "-"
             click.echo(f"{origin}:{where}: {e['message']}")
         if report.ok:
-            click.echo(f"{origin}: ok; PARAMS: {json.dumps(dict(report.params))}")
+            # One parameter a line: a program's PARAMS on one line ran to hundreds of columns.
+            params = dict(report.params)
+            click.echo(f"{origin}: ok; PARAMS ({len(params)} tunable)" + (":" if params else ""))
+            for key, value in params.items():
+                click.echo(f"  {key}: {json.dumps(value)}")
     if not report.ok:
         raise SystemExit(1)
 
@@ -594,4 +600,31 @@ def helpers_cmd() -> None:
     """List the helper functions a monitor program may call."""
     from monsearch.sandbox.helpers import helper_reference
 
-    click.echo(helper_reference())
+    rows, notes = _reference_table(helper_reference())
+    console = stdout_console()
+    console.print(
+        fitted_table(
+            console, "helpers a monitor program may call", ["helper", "returns"],
+            [(row, None) for row in rows], kinds=[cells.NAME, cells.TEXT],
+        )  # fmt: skip
+    )
+    for note in notes:
+        console.print(Text(note))
+
+
+def _reference_table(text: str) -> tuple[list[list[str]], list[str]]:
+    """The helper reference (a reStructuredText simple table, then paragraphs) as table
+    rows (a row's continuation lines joined) and plain paragraphs, literals unmarked."""
+    lines = text.split("\n")
+    rules = [i for i, line in enumerate(lines) if line.startswith("===")]
+    rule = lines[rules[0]]
+    split = rule.index("=", rule.index(" "))  # where the second column starts
+    rows: list[list[str]] = []
+    for line in lines[rules[1] + 1 : rules[2]]:
+        name, what = (part.strip().replace("``", "") for part in (line[:split], line[split:]))
+        if name or not rows:
+            rows.append([name, what])
+        else:
+            rows[-1][1] += " " + what
+    paragraphs = "\n".join(lines[rules[2] + 1 :]).replace("``", "").strip().split("\n\n")
+    return rows, [" ".join(p.split()) for p in paragraphs if p.strip()]

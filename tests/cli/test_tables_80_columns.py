@@ -24,7 +24,7 @@ from table_support import in_order, read_table
 
 from monsearch.commands import cells
 from monsearch.commands.consoles import fitted_table
-from monsearch.eval.report import summary_table
+from monsearch.eval.report import shifted_table, summary_table
 
 WIDTH = 80
 SB_FILES = sorted(SB_RESULTS.rglob("trajectory.atif.json"))
@@ -81,6 +81,9 @@ def test_runs_at_80_columns(runs_dir, capsys, columns_80):
         values = [f"{s[key]['fitness']:.4f}" for s in summaries if s.get(key)]
         assert values and [v for v in table.column(column) if v not in ("", "-")] == values
     assert table.column("evals")[0] == "12/12"
+    # The time a run was created stays (the date alone cannot tell two runs of a day apart).
+    created = [s["created"].replace("T", " ")[:16] for s in summaries if s.get("created")]
+    assert created and in_order(table.column("created (UTC)"), created)
 
 
 # --------------------------------------------------------------------------- score
@@ -138,6 +141,52 @@ def test_sealed_test_at_80_columns(small_run, capsys, columns_80, ledger_file, t
         assert in_order(table.body[i], [row[i] for row in rows]), header
     corpora = [row[0] for row in rows]
     assert "test" in corpora and any(c.startswith("xgen-") for c in corpora)
+    # The table under shifted base rates: every figure whole, names broken at readable places.
+    headers, rows = shifted_table(report)
+    assert rows
+    table = read_table(out, "under shifted base rates", "Flattened:")
+    assert table.header == headers
+    assert "…" not in "\n".join(table.lines)
+    for i, header in enumerate(headers):
+        assert in_order(table.body[i], [row[i] for row in rows]), header
+    # A corpus name is cut only at its hyphens, never into one-character lines.
+    names = [line for line in table.column("corpus") if line]
+    assert all(len(line) > 1 for line in names), names
+
+
+# --------------------------------------------------------------------------- sandbox
+
+
+def test_sandbox_helpers_at_80_columns(capsys, columns_80):
+    from monsearch.sandbox.helpers import HELPERS
+
+    code, out, err = run_main(capsys, "sandbox", "helpers")
+    assert code == 0, err
+    _fits(out)
+    assert "``" not in out and "=====" not in out  # a table, not reStructuredText
+    table = read_table(out, "helpers a monitor program may call", "Patterns are")
+    assert table.header == ["helper", "returns"]
+    names = [line.split("(")[0] for line in table.column("helper") if line]
+    assert set(HELPERS) <= {n.removeprefix("math.<name>") or "math" for n in names} | {"math"}
+    assert "…" not in "\n".join(table.lines)
+    # The note under the table is the reference's, whole.
+    assert "no call can run for seconds inside host code." in " ".join(out.split())
+
+
+def test_sandbox_check_at_80_columns(tmp_path, capsys, columns_80):
+    params = {f"weight_of_detector_number_{i}": 0.125 * i for i in range(12)}
+    program = tmp_path / "wide_params.py"
+    program.write_text(f"PARAMS = {params!r}\n\n\ndef score(traj):\n    return 0.0\n")
+    code, out, err = run_main(capsys, "sandbox", "check", str(program))
+    assert code == 0, err
+    lines = out.splitlines()
+    # (The program's path is printed whole, however long: it is the test's, not ours.)
+    assert all(len(line.replace(str(program), "P")) <= WIDTH for line in lines), lines
+    # Every parameter and its value, whole, one per line.
+    for key, value in params.items():
+        assert any(key in line and repr(value) in line for line in lines), key
+    code, js, err = run_main(capsys, "sandbox", "check", str(program), "--json")
+    assert json.loads(js)["params"] == params
 
 
 # --------------------------------------------------------------------------- layout rules
