@@ -11,13 +11,16 @@ one look and one set of escaping rules.
 Trust. Every text a block holds (heading, paragraph, cell, caption, card, label, code)
 is literal text, whatever its origin: a run folder or a report may come from someone
 else. In HTML it is escaped where it lands, text or attribute; in Markdown it is
-backslash-escaped wherever CommonMark or GitHub would read markup (:func:`md_text`),
-code goes in a code span or fence longer than any run of backticks inside it, and no
-text can start a block of its own. The one exception is :class:`Markup`: HTML or SVG
-that our own code produced (with :func:`element`, which escapes every attribute and
-text it is given, or from a highlighter that escapes its input). Only two slots take
-it, :attr:`Drawing.svg` and :attr:`CodeBlock.highlighted`, and they refuse anything
-else; everywhere else a Markup is text like any other and is escaped.
+backslash-escaped wherever CommonMark or GitHub would read markup, and ``<``, ``>`` and
+``&`` are written as entities (:func:`md_text`): a renderer that allows raw HTML but
+takes no backslash before ``<`` as an escape (Python-Markdown, which mkdocs uses) would
+otherwise open an element there. Code goes in a code span or fence longer than any run
+of backticks inside it, and no text can start a block of its own. The one exception
+is :class:`Markup`: HTML or SVG that our own code produced (with :func:`element`, which
+escapes every attribute and text it is given, or from a highlighter that escapes its
+input). Only two slots take it, :attr:`Drawing.svg` and :attr:`CodeBlock.highlighted`,
+and they refuse anything else; everywhere else a Markup is text like any other and is
+escaped.
 
 Inline content is a text, or a sequence of texts, :class:`Code` and :class:`Strong`
 pieces; :func:`inline` builds one from a template of our own (`` `code` ``,
@@ -333,12 +336,22 @@ _MD_LINE_START = re.compile(r"[-+=]|\d{1,9}(?=[.)])")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+#: What raw HTML and entities begin with, written as entities: every Markdown renderer
+#: decodes these, while a backslash before "<" escapes it in CommonMark only.
+_MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+
+
+def _md_escape(m: re.Match[str]) -> str:
+    c = m.group(0)
+    return _MD_ENTITIES.get(c) or "\\" + c
+
+
 def md_text(text: Any, *, line_start: bool = False) -> str:
     """``text`` as literal Markdown on one line (line breaks become spaces);
     ``line_start``: it begins a line, where a leading ``-``, ``+``, ``=`` or ``1.``
     would start a block."""
     s = " ".join(_LINE_BREAK.split(str(text)))
-    s = _MD_INLINE.sub(lambda m: "\\" + m.group(0), s)
+    s = _MD_INLINE.sub(_md_escape, s)
     return _md_line_start(s) if line_start else s
 
 
