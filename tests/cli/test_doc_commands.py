@@ -235,3 +235,15 @@ def test_ci_builds_the_site_strictly():
     assert ".[docs]" in run and "mkdocs build --strict" in run
     # --quiet hides the warnings, and mkdocs then no longer counts them as failures.
     assert "--quiet" not in run and " -q " not in run.split("mkdocs build", 1)[1].split("\n", 1)[0]
+
+
+def test_getting_started_lists_every_command():
+    # The summary table is written by hand: a new command must get its row.
+    page = (DOCS / "getting-started.md").read_text("utf-8")
+    rows = " ".join(line for line in page.splitlines() if line.startswith("| `"))
+    missing = [
+        name for name, command in _all_commands().items()
+        if not isinstance(command, click.Group)
+        and f"`{name.removeprefix('monsearch ')}`" not in rows
+    ]
+    assert not missing, f"docs/getting-started.md's command table lacks: {', '.join(missing)}"
