@@ -36,7 +36,7 @@ import httpx
 from monsearch.errors import MonsearchError
 
 from .openai_client import ChatError, OpenAIClient, RetryPolicy
-from .openai_endpoint import probe_endpoint
+from .openai_endpoint import probe_endpoint, shown
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENV_BASE_URL = "MONSEARCH_JUDGE_BASE_URL"
@@ -327,7 +327,7 @@ class ChatJudge:
             else:
                 error = JudgeHTTPError(
                     f"judge endpoint {where} failed after {exc.requests} requests; "
-                    f"last: {exc.last}",
+                    f"last: {shown(exc.last)}",  # the server's words, escaped
                     transport=exc.transport,
                 )
             error.http_requests = exc.requests
