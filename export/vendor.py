@@ -39,6 +39,7 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("monsearch.corpora.readers.stepinput", "stepinput"),
     ("monsearch.corpora.readers.verdicts", "verdicts"),
     ("monsearch.corpora.readers.report", "report"),
+    ("monsearch.corpora.readers.tree", "tree"),
     ("monsearch.corpora.readers.stealthbench", "stealthbench"),
     ("monsearch.corpora.readers.atif", "atif"),
     ("monsearch.views.frozen", "frozen"),

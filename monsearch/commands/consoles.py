@@ -62,7 +62,12 @@ def stdout_console() -> Console:
 
 
 def stderr_console(*, quiet: bool = False) -> Console:
-    return _Console(stderr=True, highlight=False, quiet=quiet)
+    console = _Console(stderr=True, highlight=False, quiet=quiet)
+    if not console.is_terminal:
+        # A log (a file, a pipe, CI): a path or a pip line broken at 80 columns cannot be
+        # pasted, so lines are never wrapped there, whatever COLUMNS says.
+        console = _Console(stderr=True, highlight=False, quiet=quiet, soft_wrap=True)
+    return console
 
 
 def _table(title: str) -> Table:
