@@ -40,6 +40,7 @@ import numpy as np
 
 from monsearch.errors import MonsearchError
 from monsearch.oracle.openai_client import ChatError, OpenAIClient, Progress, RetryPolicy
+from monsearch.oracle.openai_endpoint import shown
 from monsearch.sandbox.check import check_program
 from monsearch.strategies.convention import parse_program
 
@@ -470,6 +471,7 @@ def probe_endpoints(
             warnings += probe_endpoint(
                 where, headers, names, what=f"the LLM proposer's endpoint ({', '.join(names)})",
                 key_hint=hint, timeout_s=min(timeout_s, config.timeout),
+                scrub=KeyScrubber([key]).scrub,
             )
         except MonsearchError as exc:
             raise type(exc)(KeyScrubber([key]).scrub(str(exc)) + _url_hint(where)) from None
@@ -838,11 +840,15 @@ class LLMProposer:
                 )
             except _EndpointError as exc:
                 # The server's part scrubbed on its own: if it held the key, the rest still
-                # says which endpoint failed.
-                message = self._scrub(
-                    f"LLM endpoint error ({spec.name} at {endpoint.base_url}): "
-                    + self._scrub(str(exc))
-                )[:_MAX_ERROR_CHARS]
+                # says which endpoint failed. Escaped after the scrub (an escaped line
+                # break would hide a key split across lines): the line is logged too.
+                message = shown(
+                    self._scrub(
+                        f"LLM endpoint error ({spec.name} at {endpoint.base_url}): "
+                        + self._scrub(str(exc))
+                    ),
+                    _MAX_ERROR_CHARS,
+                )
                 self._record_failure(spec.name, message, exc.fatal)
                 if turn == 0:
                     return Proposal(None, operator, parents, error=message, model=spec.name)
@@ -918,9 +924,13 @@ class LLMProposer:
         """The answer as kept (scrubbed) and what it turned into."""
         cap = self.config.max_answer_chars
         if text is not None and len(text) > cap:
-            # Refused before any parsing; only its head (scrubbed) is kept to look at.
-            parsed = parse_answer(parent.source, text, max_chars=cap)
-            return self._scrub(text[:cap]), _Outcome(None, "none", error=parsed.error, repairable=False)
+            # Refused before any parsing; only its head (scrubbed) is kept to look at. A
+            # streamed answer was closed just past the cap: its length is a floor.
+            error = (
+                f"the answer is at least {len(text):,} characters, over the cap of {cap:,} "
+                "([llm] max_answer_chars); refused unparsed"
+            )
+            return self._scrub(text[:cap]), _Outcome(None, "none", error=error, repairable=False)
         if text is None:
             parsed = parse_answer(parent.source, None)
             return None, _Outcome(None, "none", error=parsed.error)
@@ -1043,6 +1053,7 @@ class LLMProposer:
                 rng=random.Random(seed or 0),
                 on_progress=progress,
                 stop_when=stop_when,
+                max_chars=self.config.max_answer_chars,
             )
         except ChatError as exc:
             message, fatal = _describe_chat_error(exc, timeout)

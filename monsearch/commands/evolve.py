@@ -254,7 +254,8 @@ class _Display:
 
     def stage(self, text: str) -> None:
         if not self.quiet:
-            self.console.print(f"[dim]{text}[/dim]")
+            # Not markup: a stage can quote a server (a model id "[/dim]" ended the command)
+            self.console.print(text, style="dim", markup=False)
 
     def start(self, cfg: Any, run: Any, already: int) -> None:
         if self.quiet:

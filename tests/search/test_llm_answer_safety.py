@@ -2,11 +2,13 @@
 
 A model's answer is untrusted input. Parsing is linear in its size whatever its shape
 (a megabyte of unclosed ``<think>`` tags used to take minutes), answers over
-``[llm] max_answer_chars`` are refused unparsed, and no stored text (the raw answer, the
-error, the description, the program, the lineage as a whole) holds the API key, whole
-or as a 12-character run, reversed, hex, base64 at any alignment, percent-encoded or
-split by blanks. Real HTTP against the scripted stub server; a real ``monsearch
-evolve`` for what reaches ``lineage.sqlite``.
+``[llm] max_answer_chars`` are refused unparsed (a stream is closed at the cap, never
+read to its end), an answer nothing can decode costs its candidate with a one-line
+note, and no stored text (the raw answer, the error, the description, the program, the
+lineage as a whole) holds the API key, whole or as a 12-character run, reversed, hex,
+base64 at any alignment, percent-encoded or split by blanks. What a server says reaches
+the terminal escaped. Real HTTP against the scripted stub server; a real ``monsearch
+evolve`` for what reaches ``lineage.sqlite`` and stderr.
 """
 
 from __future__ import annotations
@@ -85,14 +87,14 @@ def stub():
 
 def _propose(stub: StubLLMServer, train: TrainData, answer: str | Reply, **config):
     stub.script(answer if isinstance(answer, Reply) else Reply.text(answer))
-    cfg = LLMProposerConfig(
-        models=(ModelSpec("stub-coder", max_tokens=100_000),),
-        timeout=5.0,
-        rewrite_probability=0.0,
-        base_url=stub.base_url,
-        repair_turns=0,
-        **config,
-    )
+    settings = {
+        "models": (ModelSpec("stub-coder", max_tokens=100_000),),
+        "timeout": 60.0,
+        "rewrite_probability": 0.0,
+        "base_url": stub.base_url,
+        "repair_turns": 0,
+    }
+    cfg = LLMProposerConfig(**{**settings, **config})
     proposer = LLMProposer(cfg, env={"MONSEARCH_LLM_API_KEY": KEY})
     context = ProposalContext(
         train=train,
@@ -195,15 +197,56 @@ def test_parse_answer_refuses_an_answer_over_its_cap():
 
 
 def test_answer_over_the_configured_cap_is_refused_unparsed(stub, train):
-    answer = REWRITE + "<think>" * 150_000  # a valid program, then 1 MB of tags
-    proposer, p = _propose(stub, train, answer, max_answer_chars=50_000)
+    """An answer that never ends (a valid program, then ``<think>`` for ever, 256 MB if
+    nobody leaves): the stream is closed just past the cap and the answer refused
+    unparsed. Nothing here depends on the machine's pace: the client leaves after the
+    cap's worth of events (about 2 MB, plus what the sockets buffer), far below what the
+    stub would send, and the request's deadline is far beyond any machine's need."""
+    endless = Reply.endless_stream(REWRITE, "<think>")
+    proposer, p = _propose(stub, train, endless, max_answer_chars=50_000, timeout=600.0)
+    (record,) = stub.wait_hostile()
+    assert record.client_left and record.sent < 96 * 1024 * 1024
     assert p.source is None
-    assert f"the answer is {len(answer):,} characters, over the cap of 50,000" in p.error
-    assert "refused unparsed" in p.error
+    assert "over the cap of 50,000 ([llm] max_answer_chars); refused unparsed" in p.error
+    assert p.error.startswith("the answer is at least 50,")
     # What is kept to look at is the head of the answer, never more than the cap.
-    assert p.raw_response == answer[:50_000]
+    assert p.raw_response == (REWRITE + "<think>" * 50_000)[:50_000]
     assert proposer.stats()["bad_answers"] == 1 and not proposer.endpoint_dead
     _, ok = _propose(stub, train, REWRITE, max_answer_chars=50_000)
+    assert ok.error is None and ok.source is not None
+
+
+def test_a_whole_answer_over_the_cap_is_refused_alike(stub, train):
+    answer = REWRITE + "<think>" * 10_000
+    for stream in (True, False):
+        spec = ModelSpec("stub-coder", max_tokens=100_000, stream=stream)
+        _, p = _propose(stub, train, answer, models=(spec,), max_answer_chars=20_000)
+        assert p.source is None and "over the cap of 20,000" in p.error
+        assert p.raw_response == answer[:20_000]
+
+
+#: Answers nothing can decode; each costs one candidate with a one-line note.
+UNDECODABLE = {
+    "lone surrogate": (Reply.text("Idea: \ud800\n" + REWRITE), "lone surrogate"),
+    "invalid UTF-8": (
+        Reply.raw(b'data: {"choices": [{"delta": {"content": "\xc3("}}]}\n\n', "text/event-stream"),
+        "not valid UTF-8",
+    ),
+    "non-JSON event": (
+        Reply.raw(b"data: {\"choices\": [\n\ndata: [DONE]\n\n", "text/event-stream"),
+        "not JSON",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNDECODABLE))
+def test_an_undecodable_answer_costs_one_candidate_with_a_one_line_note(stub, train, name):
+    reply, says = UNDECODABLE[name]
+    proposer, p = _propose(stub, train, reply)
+    assert p.source is None and says in p.error
+    assert "\n" not in p.error and p.error.isprintable()
+    assert not proposer.endpoint_dead  # one bad answer is not a dead endpoint
+    _, ok = _propose(stub, train, REWRITE)
     assert ok.error is None and ok.source is not None
 
 
@@ -301,6 +344,8 @@ def test_the_lineage_records_refusals_and_keeps_no_trace_of_the_key(tmp_path, sm
     replies.append(Reply.status(500, f"upstream said {ECHOES['url-safe base64']}"))
     huge = REWRITE + "<think>" * 150_000
     replies.append(Reply.text(huge))
+    undecodable = [reply for reply, _ in UNDECODABLE.values()]
+    replies += undecodable
     config = tmp_path / "llm.toml"
     config.write_text("[llm]\nmax_answer_chars = 20000\n")
     with StubLLMServer(api_key=KEY, default=Reply.text(REWRITE)) as server:
@@ -315,14 +360,21 @@ def test_the_lineage_records_refusals_and_keeps_no_trace_of_the_key(tmp_path, sm
     with LineageStore(runs / "leak" / "lineage.sqlite", readonly=True) as store:
         records = store.records()
     (capped,) = [r for r in records if "over the cap" in r.artifacts.get("proposal_error", "")]
-    assert capped.artifacts["proposal_error"].startswith(
-        f"the answer is {len(huge):,} characters, over the cap of 20,000"
-    )
+    assert capped.artifacts["proposal_error"].startswith("the answer is at least 20,")
+    assert "over the cap of 20,000" in capped.artifacts["proposal_error"]
     assert capped.source is None and capped.artifacts["raw_response"] == huge[:20_000]
+    # Each answer nothing could decode is one failed candidate with a one-line note.
+    for _, says in UNDECODABLE.values():
+        (bad,) = [r for r in records if says in r.artifacts.get("proposal_error", "")]
+        assert bad.source is None and "\n" not in bad.artifacts["proposal_error"]
     withheld = [r for r in records if "not parsed" in r.artifacts.get("proposal_error", "")]
     assert len(withheld) == len(echoes)
     assert all(r.artifacts["raw_response"].startswith("[withheld:") for r in withheld)
-    failed = [r for r in records if "LLM endpoint error" in r.artifacts.get("proposal_error", "")]
+    failed = [
+        r for r in records
+        if "LLM endpoint error" in r.artifacts.get("proposal_error", "")
+        and not any(says in r.artifacts["proposal_error"] for _, says in UNDECODABLE.values())
+    ]  # fmt: skip
     assert len(failed) == 1 and "[withheld:" in failed[0].artifacts["proposal_error"]
     assert any(r.ok and r.proposer == "llm" for r in records)  # the search went on
     forbidden = _fragments_of(KEY) | _fragments_of(KEY[::-1])
@@ -332,3 +384,60 @@ def test_the_lineage_records_refusals_and_keeps_no_trace_of_the_key(tmp_path, sm
             assert not any(e[2:-2] in data for e in echoes), path.name
             assert ECHOES["url-safe base64"][2:-2] not in data, path.name
             assert not forbidden & _fragments_of(data), path.name
+
+
+# --------------------------------------------------------------------------- the terminal
+
+#: Model ids a hostile server lists: escape sequences, a forged line of monsearch's own,
+#: rich markup (an unbalanced closing tag, a terminal hyperlink).
+HOSTILE_IDS = (
+    "ok-model",
+    "\x1b[2J\x1b]0;owned\x07clear",
+    "x\nerror: forged line",
+    "[/dim] [link=http://evil.example]click[/link]",
+    "\u202eevil",
+)
+
+
+def _evolve_shown(tmp_path, corpus, server, *args: str) -> subprocess.CompletedProcess[str]:
+    """``monsearch evolve`` as a user runs it (not --quiet: its stages reach stderr)."""
+    cmd = [
+        sys.executable, "-m", "monsearch", "evolve", "--corpus", str(corpus),
+        "--runs-dir", str(tmp_path / "runs"), "--run-id", "shown", "--budget", "3",
+        "--workers", "1", "--optuna-trials", "0", "--proposer", "llm",
+        "--llm-model", "stub-coder", "--llm-base-url", server.base_url, *args,
+    ]  # fmt: skip
+    env = _env(COLUMNS="200")
+    env.pop("MONSEARCH_LLM_API_KEY", None)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+
+
+def _no_raw_server_text(stderr: str) -> None:
+    assert "Traceback" not in stderr, stderr
+    assert "\x1b]0;owned" not in stderr and "\x1b[2J" not in stderr and "\u202e" not in stderr
+    assert not any(line.startswith("error: forged") for line in stderr.splitlines()), stderr
+
+
+def test_a_servers_model_list_reaches_the_terminal_escaped(tmp_path, small_corpus):
+    """The start-up probe's warning names the listed models: each one escaped, on the
+    warning's own line; rich markup in an id is text, not markup (an unbalanced tag
+    used to end the command in a traceback)."""
+    refuse = Reply.status(404, "no such model")  # the run stops at its first proposal
+    with StubLLMServer(models=HOSTILE_IDS, default=refuse) as server:
+        proc = _evolve_shown(tmp_path, small_corpus, server)
+    _no_raw_server_text(proc.stderr)
+    shown = " ".join(proc.stderr.split())  # as read, whatever the console's wrapping
+    assert shown.count("not among the models") == 1
+    assert "\\x1b[2J\\x1b]0;owned\\x07clear" in shown
+    assert "x\\nerror: forged line" in shown and "[/dim] [link=http://evil.example]" in shown
+
+
+def test_a_servers_error_body_reaches_the_terminal_escaped(tmp_path, small_corpus):
+    body = "denied\x1b[2J\x1b]0;owned\x07\nerror: forged line \u202eevil".encode()
+    with StubLLMServer(models_reply=Reply.raw(body, "text/plain", code=401)) as server:
+        proc = _evolve_shown(tmp_path, small_corpus, server)
+    assert proc.returncode == 2
+    _no_raw_server_text(proc.stderr)
+    shown = " ".join(proc.stderr.split())
+    assert "refused the API key" in shown
+    assert "denied\\x1b[2J\\x1b]0;owned\\x07\\nerror: forged line \\u202eevil" in shown
