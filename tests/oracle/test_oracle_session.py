@@ -538,15 +538,16 @@ def test_check_and_probe_before_a_run(stub, tmp_path):
 
 
 def test_time_spent_waiting_on_a_slow_judge_is_not_charged_to_the_program(stub, tmp_path):
-    # Four calls of 0.6 s each: 2.4 s of judge time against a 1.5 s wall limit. The
-    # program itself takes microseconds, so it must not be the one to time out.
+    # Four calls of 1 s each: 4 s of judge time against a 3 s wall limit. The program
+    # itself takes microseconds, so it must not be the one to time out (3 s leaves a
+    # loaded machine room for the sandbox's own work).
     from sandbox_support import make_trajectories
 
     from monsearch.sandbox.evaluate import SandboxLimits, SandboxPool
 
     trajs = make_trajectories(4)
-    stub.script(*["delay:0.6"] * len(trajs))
-    limits = SandboxLimits(wall_s=1.5, cpu_s=5, per_traj_ms=None)
+    stub.script(*["delay:1.0"] * len(trajs))
+    limits = SandboxLimits(wall_s=3.0, cpu_s=5, per_traj_ms=None)
     config = _llm_config(stub, tmp_path, cap=1)
     source = "def score(t):\n    v = oracle(t)\n    return 0.0 if v is None else v\n"
     with SandboxPool(trajs, workers=1, limits=limits, oracle=config) as pool:

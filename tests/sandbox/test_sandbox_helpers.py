@@ -34,7 +34,9 @@ def test_catastrophic_patterns_run_in_linear_time():
     assert h.re_search(r"(a+)+$", evil) is False
     assert h.re_search(r"(a|aa)*b", evil) is False
     assert h.re_count(r"(x+x+)+y", "x" * 100_000) == 0
-    assert time.perf_counter() - started < 1.0
+    # Milliseconds in linear time; a backtracking engine would need longer than the age
+    # of the universe, so a bound any machine meets still tells them apart.
+    assert time.perf_counter() - started < 20
 
 
 @pytest.mark.parametrize(
