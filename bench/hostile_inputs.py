@@ -19,8 +19,19 @@ spread over steps, one command of many requests, one long word, status lines, a
 Python heredoc, long thoughts); 10 MB of empty steps (700,000: refused); and
 ~200-byte commands whose shell or Python code builds gigabytes when evaluated.
 
+LLM servers are hostile too (issue 33): the rows ``llm_*`` send one chat request of the
+project's client (``OpenAIClient``, as the judge and the LLM proposer use it) to a server
+that drips one byte every 2 s without a newline (in the body, or in the status line),
+keeps the connection open in silence (before or after its headers), sends one endless
+line, an endless well-formed stream (an answer without end, against the proposer's
+default cap of 200,000 characters), an endless stream of events without content, or an
+endless plain body; each in a fresh process under the issue's ``--llm-timeout 8``.
+Targets: each ends within the timeout + 1 s, under 100 MB peak; the machine's load
+average is printed beside the figures.
+
 Run: ``python bench/hostile_inputs.py [--only NAME,...] [--json]``. A temporary run of
-the seed monitor on a small synthetic corpus is exported as the plugin (~10 s).
+the seed monitor on a small synthetic corpus is exported as the plugin (~10 s; not when
+``--only`` names ``llm_*`` rows alone).
 """
 
 from __future__ import annotations
@@ -45,6 +56,30 @@ sys.path.insert(0, str(ROOT / "tests"))
 TARGET_S = 2.0
 TARGET_MB = 500
 MB = 1024 * 1024
+#: The LLM rows: the issue's request timeout, and what each row must stay within.
+LLM_TIMEOUT_S = 8.0
+LLM_TARGET_OVER_S = 1.0
+LLM_TARGET_MB = 100
+#: The proposer's default ``[llm] max_answer_chars``.
+LLM_MAX_CHARS = 200_000
+#: One chat request in a fresh process, printing what came of it as JSON.
+_LLM_REQUEST = """
+import json, sys, time
+from monsearch.oracle.openai_client import ChatError, OpenAIClient
+url, stream, timeout, max_chars = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3]), int(sys.argv[4])
+body = {"model": "m", "messages": [{"role": "user", "content": "Write a detector."}]}
+client = OpenAIClient(url, timeout_s=timeout)
+t0 = time.monotonic()
+try:
+    reply = client.chat(body, stream=stream, max_chars=max_chars)
+    said = f"{len(reply.text or ''):,}-character answer, finish {reply.finish_reason}"
+except ChatError as exc:
+    said = exc.last
+seconds = time.monotonic() - t0
+with open("/proc/self/status") as fh:
+    peak = next(int(ln.split()[1]) // 1024 for ln in fh if ln.startswith("VmHWM:"))
+print(json.dumps({"seconds": seconds, "peak_mb": peak, "said": said}))
+"""
 #: The command run per shape, printing its own peak memory to stderr at exit.
 _MEASURED = """
 import resource, sys
@@ -261,6 +296,107 @@ def _measure(plugin: str, case: Case, folder: Path) -> dict[str, Any]:
     }
 
 
+def _llm_cases() -> list[tuple[str, str, Any, bool]]:
+    """(name, what, the stub's reply, streamed) of each LLM-server row."""
+    from llm_stub_server import Reply
+
+    program = "```python\ndef detect_x(traj):\n    return 1.0\n```\n"
+    return [
+        ("llm_drip", "1 byte / 2 s, no newline", Reply.drip(2.0), True),
+        ("llm_drip_plain", "same, plain reply", Reply.drip(2.0), False),
+        ("llm_drip_status_line", "status line, 1 byte / 2 s", Reply.drip(2.0, phase="headers"),
+         True),
+        ("llm_silent", "connection open, nothing", Reply.silent(phase="headers"), True),
+        ("llm_silent_after_headers", "headers, then nothing", Reply.silent(), True),
+        ("llm_endless_line", "one line without end", Reply.endless_line(), True),
+        ("llm_endless_stream", "answer without end", Reply.endless_stream(program, "<think>"),
+         True),
+        ("llm_endless_empty_stream", "events without content",
+         Reply.endless_stream(content=False), True),
+        ("llm_endless_plain_body", "plain body without end", Reply.endless_body(), False),
+    ]  # fmt: skip
+
+
+def _measure_llm(name: str, what: str, reply: Any, stream: bool) -> dict[str, Any]:
+    from llm_stub_server import StubLLMServer
+
+    with StubLLMServer() as stub:
+        stub.script(reply)
+        command = [sys.executable, "-c", _LLM_REQUEST, stub.base_url, "1" if stream else "0"]
+        command += [str(LLM_TIMEOUT_S), str(LLM_MAX_CHARS)]
+        try:
+            proc = subprocess.run(command, capture_output=True, timeout=300, check=False)
+        except subprocess.TimeoutExpired:
+            return {"name": name, "what": what, "timeout": True}
+        # The server's record: what it sent before the client left (or its own limit).
+        (record,) = stub.wait_hostile(1, timeout=120)
+    out = proc.stdout.decode().strip().splitlines()
+    if proc.returncode != 0 or not out:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        return {"name": name, "what": what, "timeout": False, "error": err[-1] if err else "?"}
+    result = json.loads(out[-1])
+    return {
+        "name": name,
+        "what": what,
+        "timeout": False,
+        "seconds": round(result["seconds"], 3),
+        "over_timeout_s": round(result["seconds"] - LLM_TIMEOUT_S, 3),
+        "peak_mb": result["peak_mb"],
+        "server_sent_mb": round(record.sent / MB, 2),
+        "client_left": record.client_left,
+        "said": result["said"][:110],
+    }
+
+
+def _run_llm(names: set[str] | None, report: dict) -> None:
+    cases = [c for c in _llm_cases() if names is None or c[0] in names]
+    if not cases:
+        return
+    load = [round(x, 2) for x in os.getloadavg()]
+    print(
+        f"\nLLM servers: one request, timeout {LLM_TIMEOUT_S:g} s, answer cap "
+        f"{LLM_MAX_CHARS:,} characters; load average {load[0]} {load[1]} {load[2]}"
+    )
+    print(f"{'case':28} {'server':26} {'s':>6} {'s/timeout':>9} {'peak MB':>7} {'sent MB':>7}  said")
+    rows = []
+    for case in cases:
+        row = _measure_llm(*case)
+        rows.append(row)
+        if row["timeout"] or "error" in row:
+            print(f"{row['name']:28} {row['what']:26} {row.get('error', 'TIMEOUT (300 s)')}")
+            continue
+        print(
+            f"{row['name']:28} {row['what']:26} {row['seconds']:6.2f} "
+            f"{row['seconds'] / LLM_TIMEOUT_S:9.2f} {row['peak_mb']:7d} "
+            f"{row['server_sent_mb']:7.1f}  {row['said']!r}"
+        )
+    done = [r for r in rows if not r["timeout"] and "error" not in r]
+    slowest = max((r["seconds"] for r in done), default=0.0)
+    largest = max((r["peak_mb"] for r in done), default=0)
+    met = (
+        len(done) == len(rows)
+        and slowest <= LLM_TIMEOUT_S + LLM_TARGET_OVER_S
+        and largest < LLM_TARGET_MB
+        and all(r["client_left"] for r in done)
+    )
+    after = [round(x, 2) for x in os.getloadavg()]
+    print(
+        f"\nLLM servers: slowest {slowest:.2f} s (target <= {LLM_TIMEOUT_S:g} + "
+        f"{LLM_TARGET_OVER_S:g} s), largest peak {largest} MB (target < {LLM_TARGET_MB} MB, "
+        f"the interpreter and httpx included); {'met' if met else 'MISSED'}; load average "
+        f"after {after[0]} {after[1]} {after[2]}"
+    )
+    report.update(
+        llm_rows=rows,
+        llm_timeout_s=LLM_TIMEOUT_S,
+        llm_slowest_s=slowest,
+        llm_largest_peak_mb=largest,
+        llm_met=met,
+        llm_load_before=load,
+        llm_load_after=after,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default=None, help="comma-separated case names")
@@ -269,13 +405,16 @@ def main() -> None:
 
 
 def _run(args: argparse.Namespace, report: dict) -> None:
+    wanted = set(args.only.split(",")) if args.only else None
+    if wanted is not None and all(n.startswith("llm_") for n in wanted):
+        _run_llm(wanted, report)
+        return
     root = Path(tempfile.mkdtemp(prefix="monsearch-hostile-bench-"))
     plugin = _plugin(root)
     from export_support import small_corpus
 
     cases = _cases(small_corpus(root))
-    if args.only:
-        wanted = set(args.only.split(","))
+    if wanted is not None:
         cases = [c for c in cases if c.name in wanted]
     rows = []
     print(f"{'case':28} {'input':26} {'MB':>7} {'exit':>4} {'wall s':>7} {'peak MB':>7}  result")
@@ -298,7 +437,7 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         slowest <= TARGET_S
         and largest < TARGET_MB
         and not any(r["timeout"] for r in rows)
-        and all(r["exit"] in (0, 1) for r in rows)
+        and all(r["exit"] in (0, 2) for r in rows)  # 2: an input refused as bad input
     )
     print(
         f"\nslowest input of at most 10 MB: {slowest:.2f} s (target <= {TARGET_S} s, wall time "
@@ -313,6 +452,7 @@ def _run(args: argparse.Namespace, report: dict) -> None:
         target_mb=TARGET_MB,
         met=met,
     )
+    _run_llm(wanted, report)
 
 
 if __name__ == "__main__":
