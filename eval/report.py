@@ -319,6 +319,15 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
                 "longer an unbiased test.",
             )
         )
+    others = ledger.get("other_programs") or []
+    if others:
+        blocks.append(
+            Paragraph(
+                "Other programs of this run already opened on this corpus: "
+                + ", ".join(f"{o.get('program_id')} (opened {o.get('opened_at')})" for o in others)
+                + ". Keeping the best of them by these figures is selecting on test.",
+            )
+        )
     blocks += [
         Paragraph(
             f"Strategy {strat['id']} ({'the selected strategy' if strat['selected'] else 'a candidate of the lineage'}), "

@@ -10,10 +10,14 @@ Every opening also counts against its run (by the run's uid, so a copied or rena
 run folder is the same run): an opening after the first of a run, whatever program
 it tests, is marked re-opened, and so is one whose run folder holds more earlier
 reports than the ledger records openings (the ledger was replaced or emptied).
+Another program of a run whose sealed test was opened on the same corpus and split
+is refused without ``force`` (trying the run's programs in turn and keeping the best
+is selecting on test), and every entry names the run's other programs opened there.
 
-The ledger also keeps, for every run frozen on this machine, the head of its lineage
-chain (``runs``): a run folder rewritten after the fact, chain recomputed, is found
-against it (:mod:`monsearch.search.frozen`).
+The ledger also keeps, for every run created, frozen or adopted on this machine, its
+folder, its uid and the head of its lineage chain then (``runs``): a folder that now
+holds another run, or a chain that no longer extends a recorded head, is refused
+(:mod:`monsearch.search.frozen`).
 
 What it cannot promise: it is a file of this user. Deleting it, or pointing
 ``MONSEARCH_LEDGER`` at an empty one, forgets every opening; the reports left in run
@@ -168,11 +172,18 @@ class Ledger:
         rows = self._read()
         return rows if key is None else [e for e in rows if key.matches(e)]
 
-    def check(self, key: LedgerKey, *, force: bool = False) -> list[dict[str, Any]]:
-        """The earlier entries of ``key``; :class:`SealedTestRefused` if any and not ``force``."""
-        previous = self.entries(key)
+    def check(
+        self, key: LedgerKey, *, force: bool = False, run: RunRef | None = None
+    ) -> list[dict[str, Any]]:
+        """The earlier entries of ``key``; :class:`SealedTestRefused` if any, or if ``run``
+        was opened on this corpus with another program, and not ``force``."""
+        rows = self._read()
+        previous = [e for e in rows if key.matches(e)]
         if previous and not force:
             raise self._refusal(key, previous)
+        others = _other_programs(rows, key, run)
+        if others and not force and run is not None:
+            raise self._selection_refusal(key, run, others)
         return previous
 
     def run_observations(self, run_uid: str) -> list[dict[str, Any]]:
@@ -182,7 +193,9 @@ class Ledger:
         seen = []
         for r in doc["runs"]:
             if r.get("run_uid") == run_uid:
-                seen.append({**r, "what": f"frozen (strategy {str(r.get('strategy_id'))})"})
+                event = str(r.get("event") or "frozen")
+                what = f"frozen (strategy {r.get('strategy_id')})" if event == "frozen" else event
+                seen.append({**r, "what": what})
         for e in doc["entries"]:
             if e.get("run_uid") == run_uid and e.get("chain_length") is not None:
                 seen.append({**e, "recorded_at": e.get("opened_at"), "what": "sealed-tested"})
@@ -191,6 +204,25 @@ class Ledger:
             for o in seen
             if isinstance(o.get("chain_length"), int) and isinstance(o.get("chain_head"), str)
         ]
+
+    def folder_record(self, path: str) -> dict[str, Any] | None:
+        """The last record of a run monsearch wrote in the folder ``path`` (created, frozen
+        or adopted there): the run that folder must hold. None: never seen."""
+        found = [r for r in self._read_doc()["runs"] if r.get("path") == path]
+        return found[-1] if found else None
+
+    def _selection_refusal(
+        self, key: LedgerKey, run: RunRef, others: list[dict[str, Any]]
+    ) -> SealedTestRefused:
+        names = ", ".join(dict.fromkeys(str(e.get("program_id")) for e in others))
+        return SealedTestRefused(
+            f"run {run.run_id}'s sealed test on corpus {key.content_hash[:12]} (split "
+            f"assignment {str(key.assignment_hash)[:12]}) was already opened with "
+            f"program {names} (first on {others[0].get('opened_at')}); opening another "
+            "program of the run there is selecting on test (keeping the best by its test "
+            "figures). --force opens it, marked re-opened, and every report names the "
+            f"programs opened before (ledger: {self.path})"
+        )
 
     def _refusal(self, key: LedgerKey, previous: list[dict[str, Any]]) -> SealedTestRefused:
         return SealedTestRefused(
@@ -248,6 +280,9 @@ class Ledger:
             previous = [e for e in rows if key.matches(e)]
             if previous and not force:
                 raise self._refusal(key, previous)
+            others_here = _other_programs(rows, key, run)
+            if others_here and not force and run is not None:
+                raise self._selection_refusal(key, run, others_here)
             of_run = [e for e in rows if run.owns(e)] if run is not None else []
             reasons = []
             if previous:
@@ -277,19 +312,41 @@ class Ledger:
                 "reasons": reasons,
                 "opening": len(previous) + 1,
                 "run_opening": max(len(of_run), earlier_reports) + 1,
+                # The run's other programs already opened on this corpus and split.
+                "other_programs": [
+                    {k: e.get(k) for k in ("program_id", "strategy_hash", "opened_at")}
+                    for e in others_here
+                ],
             }
             self._write([*rows, entry], doc["runs"])
         return entry, previous
 
     def record_run(self, info: dict[str, Any]) -> None:
-        """Remember a run's chain head at a freezing (``run_uid``, ``chain_length``,
-        ``chain_head``, ``run_id``, ``strategy_id``...); a repeat is not written again."""
+        """Remember that monsearch wrote a run in a folder: ``event`` (created, frozen,
+        adopted), ``run_uid``, ``path``, ``chain_length``, ``chain_head``, ``seal_key``,
+        ``run_id``, ``strategy_id``...; a repeat is not written again."""
         with self._locked():
             doc = self._read_doc()
-            same = ("run_uid", "chain_length", "chain_head", "path")
+            same = ("run_uid", "chain_length", "chain_head", "path", "event")
             if any(all(r.get(k) == info.get(k) for k in same) for r in doc["runs"]):
                 return
             self._write(doc["entries"], [*doc["runs"], {**info, "recorded_at": _now()}])
+
+
+def _other_programs(
+    rows: list[dict[str, Any]], key: LedgerKey, run: RunRef | None
+) -> list[dict[str, Any]]:
+    """Openings of ``run`` on ``key``'s corpus and split with another program."""
+    if run is None:
+        return []
+    return [
+        e
+        for e in rows
+        if run.owns(e)
+        and e.get("content_hash") == key.content_hash
+        and e.get("assignment_hash") == key.assignment_hash
+        and not key.matches(e)
+    ]
 
 
 def _count(n: int, what: str) -> str:

@@ -61,6 +61,7 @@ def _register() -> None:
     from monsearch.commands.sandbox import sandbox
     from monsearch.commands.score import score as score_cmd
     from monsearch.commands.test import test_cmd
+    from monsearch.commands.trust import trust_cmd
 
     cli.add_command(corpus)
     cli.add_command(sandbox)
@@ -73,6 +74,7 @@ def _register() -> None:
     cli.add_command(export_cmd)
     cli.add_command(score_cmd)
     cli.add_command(llm_cmd)
+    cli.add_command(trust_cmd)
 
 
 _register()

@@ -61,10 +61,11 @@ def atomic_write(path: str | Path, data: bytes | str, *, durable: bool = False) 
 
 
 @contextlib.contextmanager
-def exclusive_lock(lock_file: str | Path) -> Iterator[int]:
+def exclusive_lock(lock_file: str | Path, *, wait: bool = True) -> Iterator[int]:
     """Hold an exclusive ``flock`` on ``lock_file`` (created if needed) for the block;
-    waits for another holder. Yields the lock's file descriptor. Where the platform
-    has no ``flock``, the block runs unlocked."""
+    waits for another holder, or with ``wait=False`` raises :class:`BlockingIOError`
+    at once. Yields the lock's file descriptor. Where the platform has no ``flock``,
+    the block runs unlocked."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - no flock on this platform
@@ -72,7 +73,7 @@ def exclusive_lock(lock_file: str | Path) -> Iterator[int]:
         return
     fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         yield fd
     finally:
         os.close(fd)  # closing drops the lock

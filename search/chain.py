@@ -1,21 +1,24 @@
 """The lineage's hash chain: every entry of a run linked to the one before it, as written.
 
-Each candidate row, and each freezing of the selected strategy, appends one entry to
-the ``chain`` table of ``lineage.sqlite``, in the same transaction as the row::
+Each candidate row, each freezing of the selected strategy, and the run's settings
+when it starts (and when a resume changes them) append one entry to the ``chain`` table
+of ``lineage.sqlite``, in the same transaction as the row::
 
     digest = sha256(previous digest | kind | sha256(canonical content))
 
 starting from ``sha256(tag | run uid)`` (a random id made when the store is created).
 A candidate's content is the whole row (timings included), the sha256 of its val
 scores and its spend rows; a freezing's content is the frozen record
-(``SelectedStrategy.to_dict()``) as canonical JSON. ``meta`` keeps the head and the
-length. :func:`verify` recomputes the chain and names the first entry that differs.
+(``SelectedStrategy.to_dict()``) as canonical JSON, and a settings entry's the
+settings (``config.json`` without its ``versions``) as canonical JSON. ``meta`` keeps
+the head, the length and the head's seal (:mod:`.run_key`). :func:`verify` recomputes
+the chain and names the first entry that differs.
 
 What this protects: an edited, inserted or deleted row, or a forged freezing, is
 found, as long as the digests were not recomputed. Whoever rewrites the whole file
-with this public recipe makes a consistent chain; that is caught only against a
-record held elsewhere (the user-level ledger keeps the head of every frozen run:
-:mod:`.frozen`). Runs made before the chain (lineage schema 1) cannot be verified.
+with this public recipe makes a consistent chain; that is caught by the seal, which
+needs a key kept outside the folder, and against the ledger's record of the folder
+(:mod:`.frozen`). Runs made before the chain (lineage schema 1) cannot be verified.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from monsearch.errors import MonsearchError
 TAG = "monsearch-lineage-chain/1"
 CANDIDATE = "candidate"
 FROZEN = "frozen"
+CONFIG = "config"
 
 
 class RunIntegrityError(MonsearchError):
@@ -85,6 +89,8 @@ class Chain:
     digests: tuple[str, ...]
     #: ``(position, record)`` of every freezing, oldest first.
     frozen: tuple[tuple[int, dict[str, Any]], ...]
+    #: ``(position, settings)`` of every settings entry, oldest first.
+    configs: tuple[tuple[int, dict[str, Any]], ...] = ()
 
     @property
     def head(self) -> str:
@@ -121,6 +127,7 @@ def verify(store: Any, where: str) -> tuple[Chain, dict[int, Any]]:
     previous = genesis(uid)
     digests: list[str] = []
     frozen: list[tuple[int, dict[str, Any]]] = []
+    configs: list[tuple[int, dict[str, Any]]] = []
     chained: set[int] = set()
     for i, (pos, kind, seq, record, digest) in enumerate(entries):
         if pos != i:
@@ -140,17 +147,22 @@ def verify(store: Any, where: str) -> tuple[Chain, dict[int, Any]]:
             chained.add(seq)
             content = candidate_content(*material[seq])
             what = _who(material, seq)
-        elif kind == FROZEN and record is not None:
+        elif kind in (FROZEN, CONFIG) and isinstance(record, str):
             content = frozen_content(record)
             try:
                 parsed = json.loads(record)
             except ValueError:
                 parsed = None
+            name = "freezing" if kind == FROZEN else "settings"
             if not isinstance(parsed, dict):
                 raise RunIntegrityError(
-                    f"{where}: lineage.sqlite: freezing record at chain entry {pos} is unreadable"
+                    f"{where}: lineage.sqlite: {name} record at chain entry {pos} is unreadable"
                 )
-            what = f"the freezing of strategy {parsed.get('id')} (chain entry {pos})"
+            what = (
+                f"the freezing of strategy {parsed.get('id')} (chain entry {pos})"
+                if kind == FROZEN
+                else f"the run's settings (chain entry {pos})"
+            )
         else:
             raise RunIntegrityError(
                 f"{where}: lineage.sqlite: chain entry {pos} has an unknown kind {kind!r}"
@@ -163,6 +175,8 @@ def verify(store: Any, where: str) -> tuple[Chain, dict[int, Any]]:
             )
         if kind == FROZEN:
             frozen.append((pos, parsed))
+        elif kind == CONFIG:
+            configs.append((pos, parsed))
         digests.append(digest)
         previous = digest
     extra = sorted(set(material) - chained)
@@ -178,7 +192,7 @@ def verify(store: Any, where: str) -> tuple[Chain, dict[int, Any]]:
                 "its source_hash"
             )
     head, length = store.get_meta("chain_head"), store.get_meta("chain_length")
-    chain = Chain(uid, tuple(digests), tuple(frozen))
+    chain = Chain(uid, tuple(digests), tuple(frozen), tuple(configs))
     if head != chain.head or length != str(chain.length):
         raise RunIntegrityError(
             f"{where}: lineage.sqlite's recorded head ({length} entries) does not match its "

@@ -8,16 +8,19 @@ run through :func:`verify_run` and use only what it returns, read once:
 - the frozen strategy is the last *freezing* entry of that chain (appended by
   :func:`freeze` when a run selects its strategy); ``selected.json`` and
   ``selected.py`` are derived copies and must equal it;
-- ``config.json``'s corpus hashes and evaluation options must equal the ones frozen;
+- ``config.json``'s corpus hashes and evaluation options must equal the ones frozen,
+  and all its settings the ones the run chained (:mod:`.run_identity`);
 - the chain must extend every head the user-level ledger recorded for this run (at
-  each freezing on this machine and each sealed test), so a run folder rewritten
-  wholesale, chain recomputed, is refused too.
+  each freezing on this machine and each sealed test), and the folder must hold the
+  run the ledger last saw in it (created, frozen or adopted there);
+- the chain's head must carry a seal made with the user's run key (:mod:`.run_key`),
+  which no run folder holds: a history recomputed, renamed or extended outside
+  monsearch is refused, whatever any ledger saw.
 
 Each refusal is a :class:`.chain.RunIntegrityError` (exit 2) naming the file and what
-differs. What it cannot do: a run folder rewritten consistently that this machine's
-ledger never saw (made elsewhere, or with another ``MONSEARCH_LEDGER``) cannot be told
-from a genuine one; the chain proves a run unchanged only relative to a record kept
-outside it.
+differs. What it cannot do: whoever holds the run key (the user, or anyone who can
+read the user's data folder) can seal anything; a run adopted with ``monsearch trust``
+is vouched for by the user, not by the seal.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ from monsearch.eval.options import EvaluationOptions, EvaluationOptionsError
 from .chain import Chain, RunIntegrityError, canonical, verify
 from .lineage import CandidateRecord, LineageError, LineageStore, _row_to_record, source_hash
 from .program_key import program_hash
+from .run_identity import SEALED, SealState, check_settings, seal_state, settings_record
+from .run_key import RunKey
+from .run_key import load as load_run_key
 from .runs import SELECTED_FILE, SELECTED_SOURCE, CorpusRef, Run, RunError, SelectedStrategy
 
 
@@ -66,6 +72,9 @@ class VerifiedRun:
     records: dict[str, CandidateRecord]
     val_scores: dict[int, np.ndarray]
     frozen: SelectedStrategy | None
+    #: The last settings the run chained (None: a run that chained none).
+    settings: dict[str, Any] | None = None
+    seal: SealState | None = None
 
     @property
     def id(self) -> str:
@@ -116,18 +125,28 @@ class VerifiedRun:
         )
 
 
-def verify_run(run: Run, *, copies: bool = True, ledger: Any = None) -> VerifiedRun:
+def verify_run(
+    run: Run,
+    *,
+    copies: bool = True,
+    ledger: Any = None,
+    key: RunKey | None = None,
+    adopting: bool = False,
+) -> VerifiedRun:
     """Read ``run`` once and check it (see the module doc); :class:`RunIntegrityError`.
 
     ``copies=False`` skips what is copied from the freezing (``selected.json``,
     ``selected.py``, config.json's corpus hashes and evaluation): a resume writes them
     again. ``ledger`` is the sealed-test ledger (default: the user's) whose recorded
-    chain heads the run must extend.
+    chain heads the run must extend; ``key`` the run key (default: the user's).
+    ``adopting`` (``monsearch trust`` only) leaves the seal to the caller, which finds
+    its state in ``VerifiedRun.seal``.
     """
     where = f"run {run.id}" + ("" if str(run.dir) == run.id else f" ({run.dir})")
     config = run.config()
     with LineageStore(run.lineage_path, readonly=True) as store:
         chain, material = verify(store, where)
+        meta = {k: store.get_meta(k) for k in ("chain_seal", "seal_key")}
     records = {}
     val_scores = {}
     for seq, (row, val, _spend) in material.items():
@@ -139,12 +158,21 @@ def verify_run(run: Run, *, copies: bool = True, ledger: Any = None) -> Verified
     if chain.frozen:
         pos, record = chain.frozen[-1]
         frozen = _frozen_strategy(where, pos, record, records)
+    if ledger is None:
+        from monsearch.eval.sealed_ledger import Ledger
+
+        ledger = Ledger()
     _check_ledger(where, chain, ledger, str(run.dir.resolve()))
+    key = key or load_run_key()
+    seal = seal_state(meta, chain, key)
+    if not adopting and seal.state != SEALED:
+        raise RunIntegrityError(seal.refusal(where, str(run.dir), chain, key))
     if copies:
         if frozen is not None:
             _check_config(where, config, frozen)
         _check_selected_files(run, where, frozen)
-    return VerifiedRun(run, chain, config, records, val_scores, frozen)
+    settings = check_settings(where, config, chain)
+    return VerifiedRun(run, chain, config, records, val_scores, frozen, settings, seal)
 
 
 def _frozen_strategy(
@@ -172,16 +200,23 @@ def _frozen_strategy(
 
 
 def _check_ledger(where: str, chain: Chain, ledger: Any, here: str) -> None:
-    """The chain must extend every head the ledger saw for this run.
+    """The folder must hold the run the ledger last saw in it, and the chain extend every
+    head the ledger saw for this run.
 
     Heads seen in this folder (``here``) bind strictly. A copy of the run elsewhere
     shares its uid and may have been resumed apart from this one (a fork): a head seen
     there binds only where this folder's own record reaches as far.
     """
-    if ledger is None:
-        from monsearch.eval.sealed_ledger import Ledger
-
-        ledger = Ledger()
+    owner = ledger.folder_record(here)
+    if owner is not None and owner.get("run_uid") != chain.run_uid:
+        raise RunIntegrityError(
+            f"{where}: lineage.sqlite holds run uid {chain.run_uid[:12]}, but the ledger "
+            f"recorded run uid {str(owner.get('run_uid'))[:12]} in this folder on "
+            f"{owner.get('recorded_at')} ({owner.get('event', 'frozen')}; ledger "
+            f"{ledger.path}): the folder now holds another run (its id was changed, or "
+            "another run was put in its place); a run of yours moved here belongs in a "
+            "folder of its own"
+        )
     seen = ledger.run_observations(chain.run_uid)
     reach = max((o["chain_length"] for o in seen if o.get("path") == here), default=0)
     for o in seen:
@@ -205,7 +240,8 @@ def _check_ledger(where: str, chain: Chain, ledger: Any, here: str) -> None:
 
 
 def _check_config(where: str, config: dict[str, Any], frozen: SelectedStrategy) -> None:
-    """config.json is not chained; what the frozen record copied of it must still agree."""
+    """What the frozen record copied of config.json must still agree (for a run that
+    chained no settings, the only check of config.json)."""
     recorded, kept = CorpusRef.from_config(config), CorpusRef.from_dict(frozen.corpus)
     for key in recorded.differs(kept.content_hash, kept.assignment_hash, strict=True):
         raise RunIntegrityError(
@@ -299,31 +335,67 @@ def freeze(
                 "candidate's program"
             )
         store.add_frozen(selected.to_dict())
-        uid = store.get_meta("run_uid")
-        head, length = store.get_meta("chain_head"), int(store.get_meta("chain_length") or 0)
+        info = head_of(store)
     finally:
         if own:
             store.close()
     run.write_selected_files(selected)
+    remember(
+        run,
+        {**info, "event": "frozen", "strategy_id": selected.id,
+         "strategy_hash": selected.strategy_hash},
+        ledger=ledger,
+        on_warning=on_warning,
+    )  # fmt: skip
+
+
+def head_of(store: LineageStore) -> dict[str, Any]:
+    return {
+        "run_uid": store.get_meta("run_uid"),
+        "chain_length": int(store.get_meta("chain_length") or 0),
+        "chain_head": store.get_meta("chain_head"),
+        "seal_key": store.get_meta("seal_key"),
+    }
+
+
+def remember(
+    run: Run,
+    info: dict[str, Any],
+    *,
+    ledger: Any = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> None:
+    """Record in the user-level ledger that monsearch wrote (``event``: created, frozen,
+    adopted) this run in this folder, with its head then. A ledger that cannot be
+    written is a warning: the seal still guards the run."""
     from monsearch.eval.sealed_ledger import Ledger, LedgerError
 
     try:
         (ledger or Ledger()).record_run(
-            {
-                "run_uid": uid,
-                "run_id": run.id,
-                "path": str(run.dir.resolve()),
-                "chain_length": length,
-                "chain_head": head,
-                "strategy_id": selected.id,
-                "strategy_hash": selected.strategy_hash,
-            }
+            {**info, "run_id": run.id, "path": str(run.dir.resolve())}
         )
     except LedgerError as exc:
-        message = f"the run's frozen state was not recorded in the ledger: {exc}"
+        message = f"the run's state was not recorded in the ledger: {exc}"
         if on_warning is not None:
             on_warning(f"warning: {message}")
         else:
             import warnings
 
             warnings.warn(message, stacklevel=2)
+
+
+def record_settings(
+    run: Run,
+    settings: dict[str, Any],
+    *,
+    created: bool,
+    ledger: Any = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> None:
+    """Chain the run's settings (a new run's, or a resume's when they changed) before
+    ``config.json`` is written; a new run is also recorded in the ledger."""
+    with LineageStore(run.lineage_path) as store:
+        store.add_config(settings_record(settings))
+        info = head_of(store)
+    if created:
+        remember(run, {**info, "event": "created"}, ledger=ledger, on_warning=on_warning)

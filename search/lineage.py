@@ -5,6 +5,8 @@ so a run killed at any moment (``kill -9`` included) keeps every finished
 candidate, and resuming replays them (:mod:`.engine`). Rows are immutable once
 written, and each is linked into a hash chain as it is written (:mod:`.chain`):
 editing, adding or deleting a row afterwards is found by :func:`.chain.verify`.
+Every append also renews the chain's *seal* (an HMAC of the head with the user's run
+key, :mod:`.run_key`), so a chain rewritten or extended without the key is found too.
 Schema 1 stores (made before the chain) are still read, never written.
 
 Two kinds of columns: the *content* of the lineage (what was proposed and what it
@@ -35,6 +37,7 @@ import numpy as np
 from monsearch.errors import MonsearchError
 
 from . import chain as _chain
+from . import run_key as _run_key
 
 #: 2: the ``chain`` table and ``run_uid`` (1: before them, read only).
 SCHEMA_VERSION = 2
@@ -210,10 +213,14 @@ def _row_to_record(row: sqlite3.Row) -> CandidateRecord:
 
 
 class LineageStore:
-    """The SQLite file of one run. ``readonly`` opens it without any write."""
+    """The SQLite file of one run. ``readonly`` opens it without any write; a writer seals
+    the chain with ``key`` (default: the user's run key, made on first need)."""
 
-    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+    def __init__(
+        self, path: str | Path, *, readonly: bool = False, key: _run_key.RunKey | None = None
+    ) -> None:
         self.path = Path(path)
+        self._key = None if readonly else key or _run_key.load_or_create()
         if readonly:
             if not self.path.is_file():
                 raise LineageError(f"{self.path}: no lineage store here")
@@ -236,6 +243,8 @@ class LineageStore:
                     ("chain_length", "0"),
                 ):
                     self._db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, value))
+                if self._db.execute("SELECT 1 FROM chain LIMIT 1").fetchone() is None:
+                    self._seal()  # a new store: sealed before its first entry
         self._db.row_factory = sqlite3.Row
         try:
             version = self.get_meta("schema_version")
@@ -369,17 +378,45 @@ class LineageStore:
         )
         self._db.execute("INSERT OR REPLACE INTO meta VALUES ('chain_head', ?)", (digest,))
         self._db.execute("INSERT OR REPLACE INTO meta VALUES ('chain_length', ?)", (str(pos + 1),))
+        self._seal()
+
+    def _seal(self) -> None:
+        """Seal the head as it now is (inside the caller's transaction)."""
+        assert self._key is not None, "a read-only store is never sealed"
+        meta = dict(self._db.execute(
+            "SELECT key, value FROM meta WHERE key IN ('run_uid', 'chain_head', 'chain_length')"
+        ).fetchall())  # fmt: skip
+        seal = self._key.seal(meta["run_uid"], int(meta["chain_length"]), meta["chain_head"])
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('chain_seal', ?)", (seal,))
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('seal_key', ?)", (self._key.id,))
+
+    def reseal(self) -> None:
+        """Seal the chain as found with this store's key (``monsearch trust`` only: it
+        vouches for a history no key of this user sealed)."""
+        with self._db:
+            self._seal()
 
     def add_frozen(self, record: dict[str, Any]) -> bool:
         """Chain a freezing of the selected strategy; False when it repeats the last entry."""
+        return self._add_record(_chain.FROZEN, record, last_of_kind=False)
+
+    def add_config(self, record: dict[str, Any]) -> bool:
+        """Chain the run's settings (what ``config.json`` must agree with); False when
+        they equal the last settings chained."""
+        return self._add_record(_chain.CONFIG, record, last_of_kind=True)
+
+    def _add_record(self, kind: str, record: dict[str, Any], *, last_of_kind: bool) -> bool:
         text = _chain.canonical(record)
         with self._db:
-            last = self._db.execute(
-                "SELECT kind, record FROM chain ORDER BY pos DESC LIMIT 1"
-            ).fetchone()
-            if last is not None and last[0] == _chain.FROZEN and last[1] == text:
+            if last_of_kind:
+                query = "SELECT kind, record FROM chain WHERE kind = ? ORDER BY pos DESC LIMIT 1"
+                last = self._db.execute(query, (kind,)).fetchone()
+            else:
+                query = "SELECT kind, record FROM chain ORDER BY pos DESC LIMIT 1"
+                last = self._db.execute(query).fetchone()
+            if last is not None and last[0] == kind and last[1] == text:
                 return False
-            self._append(_chain.FROZEN, None, text, _chain.frozen_content(text))
+            self._append(kind, None, text, _chain.frozen_content(text))
         return True
 
     def __len__(self) -> int:

@@ -11,6 +11,7 @@ Layout of ``runs/<run-id>/`` (the default root is ``./runs``; ``MONSEARCH_RUNS``
     selected.py       its source, byte for byte what strategy_hash covers
     test/NNN/         the report of the sealed test's NNN-th opening (monsearch test)
     report.html       monsearch report
+    .monsearch.lock   held by the one evolve writing the run (never two at once)
 
 A run is referred to by its id (a folder under the root) or by a path to its folder.
 Commands that act on the frozen strategy read the run through
@@ -20,6 +21,7 @@ commands that only show a run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.errors import MonsearchError
-from monsearch.files import atomic_write
+from monsearch.files import atomic_write, exclusive_lock
 
 from .lineage import LineageStore, source_hash
 
@@ -36,6 +38,7 @@ CONFIG_FILE = "config.json"
 LINEAGE_FILE = "lineage.sqlite"
 SELECTED_FILE = "selected.json"
 SELECTED_SOURCE = "selected.py"
+RUN_LOCK = ".monsearch.lock"
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -237,3 +240,34 @@ def list_runs(root: str | Path | None = None) -> list[Run]:
     if not base.is_dir():
         return []
     return [Run(p) for p in sorted(base.iterdir()) if (p / CONFIG_FILE).is_file()]
+
+
+def enclosing_run(path: str | Path) -> Path | None:
+    """The run folder ``path`` is, or lies inside (one holding ``config.json`` and
+    ``lineage.sqlite``), if any: runs are never written inside another run."""
+    start = Path(path).expanduser().absolute()
+    for folder in (start, *start.parents):
+        with contextlib.suppress(OSError):
+            if (folder / CONFIG_FILE).is_file() and (folder / LINEAGE_FILE).is_file():
+                return folder
+    return None
+
+
+def holds_anything(folder: Path) -> bool:
+    """Whether ``folder`` holds anything but the run lock."""
+    return folder.is_dir() and any(p.name != RUN_LOCK for p in folder.iterdir())
+
+
+def hold_run(run: Run, held: contextlib.ExitStack) -> None:
+    """Take the run's lock for as long as ``held`` lasts: one process writes a run at a
+    time. :class:`RunError` at once when another holds it (no waiting: the other is a
+    whole search). The kernel drops the lock when its holder dies, however it dies."""
+    try:
+        held.enter_context(exclusive_lock(run.dir / RUN_LOCK, wait=False))
+    except BlockingIOError:
+        raise RunError(
+            f"run {run.id!r} is in use: another monsearch process is writing it "
+            f"({run.dir}); wait for it to end, or pick another --run-id"
+        ) from None
+    except OSError as exc:
+        raise RunError(f"{run.dir}: cannot lock the run folder: {exc.strerror or exc}") from None

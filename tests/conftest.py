@@ -3,7 +3,8 @@
 The suite never writes into the user's monsearch cache: every test process (and the
 CLI subprocesses it starts) uses one throw-away cache folder for the whole session,
 so cached views of tiny test corpora never evict a user's real ones. Likewise the
-sealed-test ledger: the session uses a throw-away one, never the user's.
+sealed-test ledger and the run key that seals run folders: the session uses throw-away
+ones, never the user's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ _SESSION_LEDGER = tempfile.mkdtemp(prefix="monsearch-test-ledger-")
 def pytest_configure(config):
     os.environ["MONSEARCH_CACHE"] = _SESSION_CACHE
     os.environ["MONSEARCH_LEDGER"] = os.path.join(_SESSION_LEDGER, "sealed-ledger.json")
+    os.environ["MONSEARCH_RUN_KEY"] = os.path.join(_SESSION_LEDGER, "run-key")
 
 
 def pytest_unconfigure(config):

@@ -99,3 +99,70 @@ def make_unchained(run_dir: Path) -> None:
         db.execute("DELETE FROM meta WHERE key IN ('run_uid', 'chain_head', 'chain_length')")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
+
+
+def _chain_append(db: sqlite3.Connection, uid: str, kind: str, seq, record, content: str) -> None:
+    """One entry linked onto the chain with the public recipe, head and length updated."""
+    from monsearch.search import chain
+
+    last = db.execute("SELECT pos, digest FROM chain ORDER BY pos DESC LIMIT 1").fetchone()
+    pos, previous = (0, chain.genesis(uid)) if last is None else (last[0] + 1, last[1])
+    digest = chain.link(previous, kind, content)
+    db.execute("INSERT INTO chain VALUES (?, ?, ?, ?, ?)", (pos, kind, seq, record, digest))
+    db.execute("UPDATE meta SET value = ? WHERE key = 'chain_head'", (digest,))
+    db.execute("UPDATE meta SET value = ? WHERE key = 'chain_length'", (str(pos + 1),))
+
+
+def append_forged_freezing(run_dir: Path, source: str, candidate_id: str = "c09999") -> str:
+    """A forged candidate holding ``source`` appended to the lineage and frozen, chained
+    with the public recipe, ``selected.json``/``selected.py`` written to match: the
+    history of the run extended, not rewritten. Returns the forged candidate's id."""
+    from monsearch.search import chain
+    from monsearch.search.lineage import LineageStore
+
+    doc = selected(run_dir)
+    path = run_dir / "lineage.sqlite"
+    db = sqlite3.connect(path)
+    uid = db.execute("SELECT value FROM meta WHERE key = 'run_uid'").fetchone()[0]
+    base = db.execute("SELECT seq FROM candidates WHERE id = ?", (doc["id"],)).fetchone()[0]
+    seq = db.execute("SELECT MAX(seq) FROM candidates").fetchone()[0] + 1
+    with db:
+        db.execute(
+            "INSERT INTO candidates SELECT ?, ?, parent_ids, generation, island, proposer, "
+            "operator, description, ?, ?, diff, status, sandbox_status, fitness, fitness_json, "
+            "artifacts_json, spend_json, timings_json FROM candidates WHERE seq = ?",
+            (seq, candidate_id, source, sha(source), base),
+        )
+        db.execute("INSERT INTO scores SELECT ?, val FROM scores WHERE seq = ?", (seq, base))
+    db.close()
+    with LineageStore(path, readonly=True) as store:
+        material = store.candidate_material()[seq]
+    record = {**doc, "id": candidate_id, "source": source, "strategy_hash": sha(source)}
+    text = chain.canonical(record)
+    db = sqlite3.connect(path)
+    with db:
+        _chain_append(db, uid, chain.CANDIDATE, seq, None, chain.candidate_content(*material))
+        _chain_append(db, uid, chain.FROZEN, None, text, chain.frozen_content(text))
+    db.close()
+    (run_dir / "selected.json").write_text(json.dumps(record, indent=2) + "\n")
+    (run_dir / "selected.py").write_text(source)
+    return candidate_id
+
+
+def new_run_uid(run_dir: Path, uid: str = "f" * 32) -> None:
+    """Another run id in lineage.sqlite's meta (the chain then needs :func:`rechain`)."""
+    sql(run_dir, "UPDATE meta SET value = ? WHERE key = 'run_uid'", uid)
+
+
+def backdoor_everywhere(run_dir: Path, source: str) -> None:
+    """The frozen candidate, its freezing and the selected files all hold ``source``,
+    and the chain is recomputed: a consistent rewrite of the run's history."""
+    edit_source(run_dir, selected(run_dir)["id"], source)
+    edit_frozen_record(run_dir, source)
+    rewrite_selected(run_dir, source)
+    rechain(run_dir)
+
+
+def unseal(run_dir: Path) -> None:
+    """The run as monsearch wrote it before it sealed its chains (no seal in meta)."""
+    sql(run_dir, "DELETE FROM meta WHERE key IN ('chain_seal', 'seal_key')")

@@ -9,6 +9,7 @@ any Python program.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import platform
@@ -134,25 +135,57 @@ def prepare_run(
     resume: str | None,
     runs_dir: str | Path | None,
     resume_budget: int | None = None,
+    held: contextlib.ExitStack | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> tuple[EvolveConfig, Run]:
     """The run folder and its effective config.
 
-    The one place resume is decided: a resumed run keeps its own settings; only the
-    budget (``resume_budget``; None keeps the run's) and the spend caps of ``cfg`` may
-    change, and a budget below what the run already spent is refused.
+    The one place resume is decided: a resumed run keeps the settings it recorded (an
+    edited config.json is refused); only the budget (``resume_budget``; None keeps the
+    run's) and the spend caps of ``cfg`` may change, and a budget below what the run
+    already spent is refused.
+
+    Nothing is written before the run's lock is held (:func:`.runs.hold_run`): for as
+    long as ``held`` lasts (the caller that writes the run passes it; without it the
+    lock is only checked).
     """
+    with contextlib.ExitStack() as own:
+        return _prepare_run(
+            cfg, resume=resume, runs_dir=runs_dir, resume_budget=resume_budget,
+            held=own if held is None else held, on_warning=on_warning or (lambda _m: None),
+        )  # fmt: skip
+
+
+def _prepare_run(
+    cfg: EvolveConfig,
+    *,
+    resume: str | None,
+    runs_dir: str | Path | None,
+    resume_budget: int | None,
+    held: contextlib.ExitStack,
+    on_warning: Callable[[str], None],
+) -> tuple[EvolveConfig, Run]:
+    from monsearch.search.runs import RunError, enclosing_run, hold_run, holds_anything
+
     root = runs_root(runs_dir)
     if resume:
+        from monsearch.search.frozen import verify_run
         from monsearch.search.runs import resolve_run
 
         run = resolve_run(resume, root)
-        if run.lineage_path.exists():
-            from monsearch.search.frozen import verify_run
-
-            # Replaying a forged row would select it: the lineage must be the one written.
-            # (selected.json, selected.py and config.json are written again.)
-            verify_run(run, copies=False)
-        saved = {k: v for k, v in run.config().items() if k not in _CIRCUMSTANCES}
+        hold_run(run, held)
+        if not run.lineage_path.exists():
+            raise RunError(
+                f"run {run.id} has no lineage.sqlite: monsearch recorded nothing of it, so "
+                "its config.json cannot be told from an edited one; start a new run instead"
+            )
+        # Replaying a forged row would select it: the lineage must be the one written, and
+        # the settings the ones it recorded. (selected.json, selected.py and config.json
+        # are written again.)
+        verified = verify_run(run, copies=False)
+        saved = {k: v for k, v in verified.config.items() if k not in _CIRCUMSTANCES}
+        if verified.settings is not None:
+            saved = _recorded_limits(saved, verified.settings, on_warning)
         search = saved.get("search")
         if isinstance(search, dict) and "proposer_subset" not in search:
             # Runs made before the setting existed gave proposers the tuner's subset.
@@ -170,20 +203,50 @@ def prepare_run(
         )
         _check_resume_budget(run, effective.budget)
         return effective.validate(), run
+    outer = enclosing_run(root)
+    if outer is not None:
+        raise RunError(
+            f"--runs-dir {root}: inside run folder {outer}; a run is never written inside "
+            "another: choose a folder outside it"
+        )
     run_id = check_run_id(cfg.run_id or new_run_id(cfg.seed))
     run = Run(root / run_id)
-    if run.dir.exists() and any(run.dir.iterdir()):
-        raise MonsearchError(
-            f"run {run_id!r} already exists in {root}/ (resume it with --resume {run_id}, "
-            "or pick another --run-id)"
+    if run.dir.is_symlink() or (run.dir.exists() and not run.dir.is_dir()):
+        raise RunError(
+            f"run id {run_id!r}: {run.dir} is a file, not a run folder; pick another --run-id"
         )
+    exists = MonsearchError(
+        f"run {run_id!r} already exists in {root}/ (resume it with --resume {run_id}, "
+        "or pick another --run-id)"
+    )
+    if holds_anything(run.dir):
+        raise exists
     from monsearch.files import ensure_writable_dir
 
     ensure_writable_dir(run.dir, "run folder")
     run.dir.mkdir(parents=True, exist_ok=True)
+    hold_run(run, held)
+    if holds_anything(run.dir):  # another evolve made it between the check and the lock
+        raise exists
     from dataclasses import replace
 
     return replace(cfg, run_id=run_id).validate(), run
+
+
+def _recorded_limits(
+    saved: dict[str, Any], recorded: dict[str, Any], on_warning: Callable[[str], None]
+) -> dict[str, Any]:
+    """``saved`` with the budget and spending caps the run recorded: config.json's copy of
+    them is never adopted (a resume changes them on the command line)."""
+    from monsearch.search.run_identity import RESUMABLE, settings_differences
+
+    differ = settings_differences(saved, recorded, resumable=True)
+    if differ:
+        on_warning(
+            f"warning: config.json's {', '.join(differ)} differ from what the run recorded; "
+            "ignored (a resume changes them with --budget, --max-usd, --max-tokens)"
+        )
+    return {**saved, **{k: recorded.get(k) for k in RESUMABLE if k in recorded}}
 
 
 def _check_resume_budget(run: Run, budget: int) -> None:
@@ -217,7 +280,29 @@ def run_search(
     on_llm_progress: Callable[[str], None] | None = None,
     stop: StopFlag | None = None,
 ) -> SearchOutcome:
-    """Run (or resume) a search to its budget, select and freeze the strategy."""
+    """Run (or resume) a search to its budget, select and freeze the strategy, holding
+    the run's lock from before its first write to the end: one writer per run."""
+    with contextlib.ExitStack() as held:
+        return _search(
+            cfg, held, resume=resume, resume_budget=resume_budget, runs_dir=runs_dir,
+            on_stage=on_stage, on_start=on_start, on_progress=on_progress,
+            on_llm_progress=on_llm_progress, stop=stop,
+        )  # fmt: skip
+
+
+def _search(
+    cfg: EvolveConfig,
+    held: contextlib.ExitStack,
+    *,
+    resume: str | None,
+    resume_budget: int | None,
+    runs_dir: str | Path | None,
+    on_stage: Callable[[str], None] | None,
+    on_start: Callable[[EvolveConfig, Run, int], None] | None,
+    on_progress: Callable[[Progress], None] | None,
+    on_llm_progress: Callable[[str], None] | None,
+    stop: StopFlag | None,
+) -> SearchOutcome:
     t_start = time.perf_counter()
     cfg.validate()  # every setting, and how they relate, before any work
     from monsearch.search.engine import seed_sources
@@ -238,8 +323,11 @@ def run_search(
 
     # The default corpus and the val/train views are cached there: check it before work.
     ensure_writable_dir(cache_dir() / "corpora", "cache folder (MONSEARCH_CACHE)")
-    cfg, run = prepare_run(cfg, resume=resume, runs_dir=runs_dir, resume_budget=resume_budget)
     stage = on_stage or (lambda _m: None)
+    cfg, run = prepare_run(
+        cfg, resume=resume, runs_dir=runs_dir, resume_budget=resume_budget, held=held,
+        on_warning=stage,
+    )  # fmt: skip
     corp, path = open_corpus(cfg, stage)
     corpus_info = _corpus_info(cfg, corp, path)
     if resume:
@@ -257,6 +345,10 @@ def run_search(
         "corpus": corpus_info,
         "versions": _versions(),
     }
+    from monsearch.search.frozen import record_settings
+
+    # The settings are chained (the truth) before config.json (a copy) is written.
+    record_settings(run, config_dict, created=not resume, on_warning=stage)
     run.write_config(config_dict)
 
     from monsearch.sandbox.evaluate import SandboxLimits

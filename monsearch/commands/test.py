@@ -166,6 +166,13 @@ def test_cmd(
         f"{ordinal(ledger['run_opening'])} opening of run {report['run_id']}'s sealed test",
         markup=False,
     )
+    others = ledger.get("other_programs") or []
+    if others:
+        console.print(
+            "other programs of this run already opened on this corpus: "
+            + ", ".join(f"{o.get('program_id')} ({o.get('opened_at')})" for o in others),
+            markup=False,
+        )
     headers, rows = summary_table(report)
     title = (
         f"sealed test of run {report['run_id']}, strategy {strat['id']} "

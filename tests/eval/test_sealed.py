@@ -279,9 +279,12 @@ def test_run_sealed_test_once_then_refused_then_reopened(run, ledger_file):
     assert again["reopened"] and again["ledger"]["opening"] == 2
     assert [p["opened_at"] for p in again["ledger"]["previous"]] == [report["ledger"]["opened_at"]]
 
-    # Another candidate of the lineage is another program: a key of its own, so it is
-    # not refused; but it is the run's third opening, and marked so.
-    other = run_sealed_test(run, program_id="c0001", scorer=fake_scorer)
+    # Another candidate of the lineage is another program, a key of its own; but trying
+    # a run's programs in turn on one corpus is selecting on test: refused without
+    # force, and with it the run's third opening, marked so.
+    with pytest.raises(SealedTestRefused, match="selecting on test"):
+        run_sealed_test(run, program_id="c0001", scorer=fake_scorer)
+    other = run_sealed_test(run, program_id="c0001", scorer=fake_scorer, force=True)
     assert not other["strategy"]["selected"] and other["ledger"]["opening"] == 1
     assert other["reopened"] and other["ledger"]["run_opening"] == 3
     assert "already opened with other programs" in other["ledger"]["reasons"][0]

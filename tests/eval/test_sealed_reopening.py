@@ -138,8 +138,11 @@ def test_every_program_opening_counts_against_the_run(
     programs = programs[:5]
     assert len(programs) == 5
     for n, (cid, _) in enumerate(programs, start=1):
-        code, out, err = _test(capsys, run_copy, "--program", cid)
-        assert code == 0, err  # another program is not refused...
+        if n > 1:  # another program of the run on this corpus: selecting on test (issue 33)
+            code, out, err = _test(capsys, run_copy, "--program", cid)
+            assert code == 3 and "selecting on test" in err, err
+        code, out, err = _test(capsys, run_copy, "--program", cid, *(["--force"] * (n > 1)))
+        assert code == 0, err  # with --force it is opened...
         report = _report(sorted((run_copy / "test").iterdir())[-1])
         assert report["strategy"]["id"] == cid
         assert report["ledger"]["run_opening"] == n  # ...but counted
@@ -150,7 +153,7 @@ def test_every_program_opening_counts_against_the_run(
             assert "RE-OPENED" in out and "already opened with other programs" in out
     # A copy of the run folder is the same run (its uid): the count goes on.
     elsewhere = copy_run(small_run[0], tmp_path / "moved" / "renamed")
-    code, out, err = _test(capsys, elsewhere)
+    code, out, err = _test(capsys, elsewhere, "--force")
     assert code == 0, err
     report = _report(elsewhere / "test" / "006")
     assert report["reopened"] and report["ledger"]["run_opening"] == 6
@@ -163,12 +166,19 @@ def test_ledger_counts_openings_per_run(tmp_path):
     ledger = Ledger(tmp_path / "ledger.json")
     run = RunRef("r", "uid-1")
     e1, _ = ledger.record(LedgerKey("a" * 64, "c", "x", "pa"), {"program_id": "c1"}, run=run)
-    e2, _ = ledger.record(LedgerKey("b" * 64, "c", "x", "pb"), {"program_id": "c2"}, run=run)
+    with pytest.raises(SealedTestRefused, match="selecting on test"):
+        ledger.record(LedgerKey("b" * 64, "c", "x", "pb"), {"program_id": "c2"}, run=run)
+    e2, _ = ledger.record(
+        LedgerKey("b" * 64, "c", "x", "pb"), {"program_id": "c2"}, run=run, force=True
+    )
+    assert [o["program_id"] for o in e2["other_programs"]] == ["c1"]
     other, _ = ledger.record(LedgerKey("d" * 64, "c", "x", "pd"), {}, run=RunRef("s", "uid-2"))
     assert (e1["run_opening"], e1["reopened"]) == (1, False)
     assert (e2["run_opening"], e2["reopened"]) == (2, True)
     assert (other["run_opening"], other["reopened"]) == (1, False)
-    e3, _ = ledger.record(LedgerKey("e" * 64, "c", "x", "pe"), {}, run=run, earlier_reports=7)
+    e3, _ = ledger.record(
+        LedgerKey("e" * 64, "c", "x", "pe"), {}, run=run, earlier_reports=7, force=True
+    )
     assert e3["run_opening"] == 8 and "holds 7 earlier reports" in e3["reasons"][-1]
 
 

@@ -229,15 +229,22 @@ def test_a_run_rewritten_wholesale_is_caught_by_the_ledger(run_copy, capsys, tmp
     assert "rewritten after the fact" in _test(capsys, run_copy)
 
 
-def test_with_a_ledger_that_never_saw_the_run_a_wholesale_rewrite_passes(
-    run_copy, capsys, tmp_path, ledger_file
-):
-    # The documented limit: verification is relative to a record held elsewhere.
+def test_a_rewrite_sealed_with_the_users_own_key_passes(run_copy, capsys, tmp_path, ledger_file):
+    # The documented limit: whoever holds the run key (the user, or anyone who can read
+    # the user's data folder) can seal anything; a ledger that never saw the run has
+    # nothing else to compare with. Without the key the same rewrite is refused
+    # (tests/search/test_run_identity.py).
     backdoored = selected(run_copy)["source"] + BACKDOOR
     edit_source(run_copy, selected(run_copy)["id"], backdoored)
     edit_frozen_record(run_copy, backdoored)
     rewrite_selected(run_copy, backdoored)
     rechain(run_copy)
+    code, _, err = run_main(
+        capsys, "export", str(run_copy), "--out", str(tmp_path / "p"), "--no-verify"
+    )
+    assert code == 2 and "seal does not match" in err
+    with LineageStore(run_copy / "lineage.sqlite") as store:  # the user's key
+        store.reseal()
     code, _, err = run_main(
         capsys, "export", str(run_copy), "--out", str(tmp_path / "p"), "--no-verify"
     )

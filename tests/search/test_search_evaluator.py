@@ -19,6 +19,8 @@ from monsearch.corpora.sealed import open_for_search
 from monsearch.sandbox.evaluate import SandboxLimits
 from monsearch.search.config import ConfigError, EvolveConfig
 from monsearch.search.evaluator import SearchEvaluator, labelled
+from monsearch.search.frozen import record_settings
+from monsearch.search.runs import Run
 from monsearch.strategies import SEEDS
 
 
@@ -85,6 +87,8 @@ def test_a_run_made_before_proposer_subset_resumes_as_it_was_made(tmp_path):
     del made["search"]["proposer_subset"]
     made["search"]["train_subset"] = 900
     (tmp_path / "old").mkdir()
+    # Its settings as the run recorded them (chained) and their copy in config.json.
+    record_settings(Run(tmp_path / "old"), made, created=False)
     (tmp_path / "old" / "config.json").write_text(json.dumps(made))
     cfg, _ = prepare_run(EvolveConfig(), resume="old", runs_dir=tmp_path, resume_budget=5)
     assert cfg.search.proposer_subset == 900 and cfg.budget == 5
