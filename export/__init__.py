@@ -52,6 +52,7 @@ PLUGIN_FILES = (
     "_wire.py",
     "_worker.py",
     "_rises.py",
+    "_evidence.py",
     "_messages.py",
     "inspect_scorer.py",
     "_inspect_registry.py",

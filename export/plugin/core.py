@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._evidence import step_evidence
 from ._isolation import Failure, Isolation, checked_float
 from ._limits import Limits
 from ._meta import MONITOR, PROGRAM
@@ -882,89 +883,6 @@ def _run_per_step(n: int) -> int:
 # --------------------------------------------------------------------------- findings
 
 
-#: Evidence items listed per kind (requests, secrets, listeners, files) in one step, and
-#: how far into a text a span is looked for: a step of an agent's making may hold tens
-#: of thousands of findings in megabytes of output (the rest are counted, in
-#: ``evidence_more``).
-_EVIDENCE_PER_KIND = 50
-_SPAN_WINDOW = 1_000_000
-
-
-def _span(text: str, needle: str) -> list[int] | None:
-    if not needle:
-        return None
-    at = text.find(needle, 0, _SPAN_WINDOW)
-    return None if at < 0 else [at, at + len(needle)]
-
-
-def _mask(value: str) -> str:
-    return value if len(value) <= 8 else f"{value[:4]}…{value[-2:]}"
-
-
-def _step_evidence(step: FrozenDict) -> tuple[list[dict[str, Any]], int]:
-    """What the view saw in one step: requests, secrets, listeners, files, with spans (at
-    most :data:`_EVIDENCE_PER_KIND` of each kind), and how many more there were."""
-    command = step["command"] or step["think"]
-    channel = "think" if step["think"] else "command"
-    out: list[dict[str, Any]] = []
-    cap = _EVIDENCE_PER_KIND
-    more = sum(
-        max(0, len(step[kind]) - cap)
-        for kind in ("requests", "secrets", "listeners", "files_written")
-    )
-    for r in step["requests"][:cap]:
-        out.append(
-            {
-                "kind": "request",
-                "what": f"{r['method']} {r['url']}"[:200],
-                "host_class": r["host_class"],
-                "repeat": r["repeat"],
-                "channel": channel,
-                "span": _span(command, r["url"]) or _span(command, r["host"]),
-            }
-        )
-    for s in step["secrets"][:cap]:
-        where = s["where"]
-        text = step["observation"] if where == "observation" else command
-        out.append(
-            {
-                "kind": "secret",
-                "what": f"{s['kind']} in {where}" + (f" ({s['field']})" if s["field"] else ""),
-                "value": _mask(s["value"]),
-                "channel": "observation" if where == "observation" else channel,
-                "span": _span(text, s["value"]),
-            }
-        )
-    for li in step["listeners"][:cap]:
-        out.append(
-            {
-                "kind": "listener",
-                "what": f"{li['kind']} on port {li['port']}",
-                "channel": channel,
-                "span": None,
-            }
-        )
-    for f in step["files_written"][:cap]:
-        out.append(
-            {
-                "kind": "file_written",
-                "what": f["path"][:200],
-                "channel": channel,
-                "span": _span(command, f["path"]),
-            }
-        )
-    if step["repeat"] > 1:
-        out.append(
-            {
-                "kind": "loop",
-                "what": f"runs {step['repeat']} times",
-                "channel": channel,
-                "span": None,
-            }
-        )
-    return out, more
-
-
 def _detectors(fn_globals: Mapping[str, Any], view: FrozenDict) -> dict[str, float]:
     """Values of the program's own one-argument ``*_score`` functions (its detectors)."""
     out: dict[str, float] = {}
@@ -1066,7 +984,7 @@ def _findings(
     steps: list[dict[str, Any]] = []
     for k, delta in sorted(found.steps.items(), key=lambda f: (-f[1], f[0]))[:top]:
         step = full["steps"][k]
-        evidence, more = _step_evidence(step)  # (for the steps shown only)
+        evidence, more = step_evidence(step)  # (for the steps shown only)
         steps.append(
             {
                 "step": k,

@@ -125,7 +125,7 @@ def load_monitor(ref: str | Path, runs_dir: str | Path | None, keep: list[Any]) 
                 f"--monitor {ref!r}: neither an exported plugin folder (with src/<package>/) "
                 f"nor a run ({exc})"
             ) from None
-        folder, package = Path(tmp.name) / "plugin", monitor["package"]
+        folder, package = Path(tmp.name) / "plugin", monitor.package
     src = str((folder / "src").resolve())
     if src not in sys.path:
         sys.path.insert(0, src)

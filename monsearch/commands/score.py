@@ -18,7 +18,9 @@ from monsearch.api.score import MAX_MB, TOP, TrajectoryScore
 from monsearch.commands.consoles import Row, fitted_table, print_note, stdout_console
 from monsearch.commands.printable import printable
 
-EXIT_UNREADABLE = 1
+#: Exit code when any input could not be read: bad input, by the project's rule (0
+#: success, 1 the work ran but its subject failed, 2 bad input or usage).
+EXIT_UNREADABLE = 2
 
 
 def _finding_text(f: dict[str, Any]) -> str:
@@ -80,13 +82,15 @@ def score(
     .jsonl.zst). One result per trajectory: the score, the decision at the
     audit budget (audit / tie / pass, from the val benign thresholds) and the
     top findings. Inputs that cannot be read are reported on stderr, one line
-    each, and skipped; the exit code is 1 when any were, 0 otherwise. Names and
-    texts from the inputs are printed with control characters escaped (\\n,
-    \\x1b); --json output is JSON-escaped.
+    each, and skipped (the others are still scored); the exit code is 2 when
+    any were, 0 otherwise. Names and texts from the inputs are printed with
+    control characters escaped (\\n, \\x1b), and the table starts each line
+    with the command's own text, never with a wrapped name; --json output is
+    JSON-escaped.
     """
     from monsearch.api.score import scoring
 
-    unreadable = 0
+    unreadable = scored = 0
     rows: list[TrajectoryScore] = []
     with scoring(
         monitor_ref, inputs, budget=budget, top=top, max_mb=max_mb, runs_dir=runs_dir
@@ -100,6 +104,7 @@ def score(
                 if as_json:
                     click.echo(json.dumps(r.to_dict()))
                 continue
+            scored += 1
             if as_json:
                 click.echo(json.dumps(r.to_dict()))
             else:
@@ -107,8 +112,8 @@ def score(
         if rows:
             _print_table(stdout_console(), rows, results.monitor)
     if unreadable:
-        scored = f"; {len(rows)} scored" if rows else "; none scored"
-        click.echo(f"{unreadable} input(s) could not be read{scored}", err=True)
+        done = f"; {scored} scored" if scored else "; none scored"
+        click.echo(f"{unreadable} input(s) could not be read{done}", err=True)
         sys.exit(EXIT_UNREADABLE)
 
 
@@ -149,9 +154,9 @@ def _print_table(console: Any, rows: list[TrajectoryScore], monitor: dict[str, A
         table_rows.append(
             (
                 [
-                    printable(r.input),
                     f"{r.score:.4g}",
                     decision,
+                    printable(r.input),
                     "\n".join([printable(_finding_text(f)) for f in r.findings] + partial)
                     or "-",
                 ],
@@ -159,8 +164,10 @@ def _print_table(console: Any, rows: list[TrajectoryScore], monitor: dict[str, A
             )
         )
     title = printable(f"monitor {monitor['name']} ({monitor['strategy_hash'][:12]})")
-    # One budget for every row: it goes in the header, not in each cell.
-    headers = ["trajectory", "score", f"decision at {percent(rows[0].budget)}", "top findings"]
-    kinds = [cells.PATH, cells.NUMBER, cells.STATUS, cells.TEXT]
+    # One budget for every row: it goes in the header, not in each cell. The score
+    # leads each row: a name wrapped onto a second line (a folder named "skipped
+    # x.json: ...") then starts indented, never where the command's own lines start.
+    headers = ["score", f"decision at {percent(rows[0].budget)}", "trajectory", "top findings"]
+    kinds = [cells.NUMBER, cells.STATUS, cells.PATH, cells.TEXT]
     console.print(fitted_table(console, title, headers, table_rows, kinds=kinds))
     print_note(console, SCORE_NOTE)

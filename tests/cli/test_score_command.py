@@ -81,7 +81,7 @@ def test_unreadable_inputs_are_named_and_skipped(setup, tmp_path):
         str(tmp_path / "missing.json"),
         "--json",
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     recs = _records(proc)
     assert [r["input"] for r in recs] == [str(bad), str(ATIF_FILE), str(tmp_path / "missing.json")]
     assert "error" in recs[0] and "score" in recs[1] and recs[2]["error"] == "no such file"
@@ -105,7 +105,7 @@ def test_globs_jsonl_and_stdin(setup, tmp_path, plugin):
     assert proc.returncode == 0 and rec["input"] == "-"
     assert rec["score"] == plugin.score(SB_FILES[0])
     proc = score_cli("--monitor", str(folder), str(tmp_path / "nothing*.json"))
-    assert proc.returncode == 1 and b"no file matches" in proc.stderr
+    assert proc.returncode == 2 and b"no file matches" in proc.stderr
 
 
 def test_run_as_monitor_gives_the_plugin_scores(setup, plugin):
@@ -164,8 +164,8 @@ def test_unreadable_file_named_once_with_what_it_holds(setup, tmp_path, content,
     bad = tmp_path / "bad.json"
     bad.write_text(content)
     proc = score_cli("--monitor", str(folder), str(bad))
-    # Nothing scored: nothing on stdout (no empty table), the reason on stderr, exit 1.
-    assert proc.returncode == 1 and proc.stdout == b""
+    # Nothing scored: nothing on stdout (no empty table), the reason on stderr, exit 2.
+    assert proc.returncode == 2 and proc.stdout == b""
     assert _skipped(proc) == [f"skipped {bad}: {message}"]
     assert "1 input(s) could not be read; none scored" in proc.stderr.decode()
     proc = score_cli("--monitor", str(folder), str(bad), "--json")
@@ -176,11 +176,11 @@ def test_every_input_failing_prints_no_table(setup, tmp_path):
     folder = setup["plugins"]["seed"][0]
     (tmp_path / "a.json").write_text("[]")
     proc = score_cli("--monitor", str(folder), str(tmp_path / "a.json"), str(tmp_path / "none.json"))
-    assert proc.returncode == 1 and proc.stdout == b""
+    assert proc.returncode == 2 and proc.stdout == b""
     assert len(_skipped(proc)) == 2
-    # One readable input among them: its table, and still exit 1 for the others.
+    # One readable input among them: its table, and still exit 2 for the others.
     proc = score_cli("--monitor", str(folder), str(tmp_path / "a.json"), str(ATIF_FILE))
-    assert proc.returncode == 1 and b"trajectory" in proc.stdout and len(_skipped(proc)) == 1
+    assert proc.returncode == 2 and b"trajectory" in proc.stdout and len(_skipped(proc)) == 1
     assert "1 input(s) could not be read; 1 scored" in proc.stderr.decode()
 
 
@@ -193,7 +193,7 @@ def test_a_jsonl_without_trajectories_is_unreadable(setup, tmp_path, content, co
     path = tmp_path / ("empty.jsonl.zst" if compressed else "empty.jsonl")
     path.write_bytes(zstandard.ZstdCompressor().compress(content) if compressed else content)
     proc = score_cli("--monitor", str(folder), str(path))
-    assert proc.returncode == 1 and proc.stdout == b""
+    assert proc.returncode == 2 and proc.stdout == b""
     assert _skipped(proc) == [
         f"skipped {path}: expected at least one trajectory (a JSON document per line), "
         "got none (the file is empty or blank)"
@@ -248,7 +248,7 @@ def test_compressed_single_file_and_its_limits(setup, plugin, tmp_path):
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
     proc = score_cli("--monitor", str(folder), *(str(tmp_path / n) for n in files))
-    assert proc.returncode == 1 and proc.stdout == b""
+    assert proc.returncode == 2 and proc.stdout == b""
     skipped = _skipped(proc)
     assert skipped[:3] == [
         f"skipped {tmp_path / 'bomb.json.zst'}: expected a document of at most "

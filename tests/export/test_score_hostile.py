@@ -65,7 +65,7 @@ def test_deep_nesting_and_huge_numbers_get_one_line_as_import_gives(monitor, tmp
     big = tmp_path / "big.json"
     big.write_bytes(huge_integer(400))
     proc = score_cli("--monitor", monitor, str(deep), str(big))
-    assert proc.returncode == 1 and proc.stdout == b""
+    assert proc.returncode == 2 and proc.stdout == b""
     assert "Traceback" not in proc.stderr.decode()
     expected = {
         deep: "steps[0].input[0][0][0][0][0]…: expected JSON nested at most 100 levels "
@@ -96,7 +96,7 @@ def test_deep_tool_arguments_in_json_text_are_refused_by_field(monitor, tmp_path
     path = tmp_path / "atif.json"
     path.write_text(json.dumps(doc))
     proc = score_cli("--monitor", monitor, str(path))
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr.decode()
     assert skipped(proc) == [
         f"skipped {path}: steps[2].tool_calls[0].arguments: expected JSON nested at most "
         "100 levels deep, got deeper nesting"
@@ -137,7 +137,7 @@ def test_stdin_over_the_cap_as_one_document_or_as_jsonl(monitor):
     one = json.dumps(document([step(i, "id", "x" * 1000) for i in range(3000)]), indent=1)
     assert len(one) > 2 * 1024 * 1024
     proc = score_cli("--monitor", monitor, "-", "--max-mb", "1", stdin=one.encode())
-    assert proc.returncode == 1 and proc.stdout == b""
+    assert proc.returncode == 2 and proc.stdout == b""
     assert skipped(proc) == [
         "skipped -: expected a document of at most 1048576 bytes (or JSONL lines of at most "
         "that), got more"
@@ -164,7 +164,7 @@ def test_fifos_are_refused_without_being_opened(monitor, plugin, tmp_path):
     message = "expected a regular file, got a FIFO (named pipe)"
     for arg in (str(fifo), str(tmp_path / "runs"), str(tmp_path / "runs" / "*" / "*.json")):
         proc = score_cli("--monitor", monitor, arg, "--json")
-        assert proc.returncode == 1
+        assert proc.returncode == 2
         assert skipped(proc) == [f"skipped {fifo}: {message}"]
     # The plugin's own reader too (it used to wait for a writer forever).
     code = (
@@ -220,7 +220,7 @@ def test_names_and_texts_cannot_forge_lines_or_reach_the_terminal(monitor, tmp_p
     doc["steps"][0]["input"]["command"] = "echo 'x' > '/tmp/\x1b[31mred\nnext'"
     good.write_text(json.dumps(doc))
     proc = score_cli("--monitor", monitor, str(bad), str(good), "--top", "50")
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     err, out = proc.stderr.decode(), proc.stdout.decode()
     assert "\x1b" not in err + out and "\x07" not in err + out and "\u202e" not in out
     shown = str(bad).replace("\n", "\\n").replace("\x1b", "\\x1b").replace("\x07", "\\x07")
@@ -244,7 +244,7 @@ def test_a_name_that_is_not_utf8_is_printed_escaped(monitor, tmp_path):
     with open(raw, "wb") as fh:
         fh.write(b"[]")
     proc = score_cli("--monitor", monitor, str(tmp_path))
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr.decode()
     assert skipped(proc)[0].startswith(f"skipped {tmp_path}/run\\xff.json: ")
 
 
@@ -385,7 +385,7 @@ def test_a_run_of_too_many_steps_is_refused_by_score_and_import(monitor, tmp_pat
     path.write_text(json.dumps(document([{"tool": "x"}] * n), separators=(",", ":")))
     message = f"steps: expected at most {MAX_STEPS} steps, got {n}"
     proc, peak = measured_score("--monitor", monitor, str(path))
-    assert proc.returncode == 1 and skipped(proc) == [f"skipped {path}: {message}"]
+    assert proc.returncode == 2 and skipped(proc) == [f"skipped {path}: {message}"]
     assert peak < MEMORY_MB
     imp = subprocess.run(
         [sys.executable, "-m", "monsearch", "corpus", "import", str(path)]
@@ -405,7 +405,7 @@ def test_a_steps_evidence_is_bounded(plugin):
     core = sys.modules[plugin.__name__ + ".core"]
     view = core.build_view(plugin.load(secret_tokens(5_000_000)))
     step = view["steps"][0]
-    evidence, more = core._step_evidence(step)
+    evidence, more = sys.modules[plugin.__name__ + "._evidence"].step_evidence(step)
     assert len(step["secrets"]) > 20_000
     assert len(evidence) == 50 and more == len(step["secrets"]) - 50
     assert evidence[0]["span"] == [0, len(step["secrets"][0]["value"])]
