@@ -202,8 +202,9 @@ class EvolveConfig:
 
         if ev.cell_mass not in ("minority", "kept"):
             problems.append(f"cell_mass {ev.cell_mass!r}: 'minority' or 'kept'")
-        if not ev.cells or any(k not in CELL_KEYS for k in ev.cells):
-            problems.append(f"cells {list(ev.cells)}: one or more of {', '.join(CELL_KEYS)}")
+        cells = ev.cells if isinstance(ev.cells, tuple | list) else ()
+        if not cells or any(k not in CELL_KEYS for k in cells):
+            problems.append(f"cells {ev.cells!r}: one or more of {', '.join(CELL_KEYS)}")
         if ev.oracle not in ("replay", "none"):
             problems.append(f"oracle {ev.oracle!r}: 'replay' or 'none'")
         if se.exploration_ratio + se.exploitation_ratio > 1:

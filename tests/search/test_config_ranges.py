@@ -151,3 +151,41 @@ def test_the_defaults_and_a_recorded_config_still_load():
     # rho = 0 in a TOML file is an int, and stays one (the export's caps show it so).
     assert EvolveConfig().with_overrides(**{"evaluation.rho": 0}).evaluation.rho == 0
     assert EvolveConfig(workers=MAX_WORKERS).workers == MAX_WORKERS
+
+
+_ANY = [None, 5, 1.5, "x", [], {}, [1], True, math.nan, "", ["a"], {"a": 1}]
+
+
+@pytest.mark.parametrize("section, cls", [("", EvolveConfig), ("evaluation", EvaluationConfig),
+                                          ("search", SearchConfig)])  # fmt: skip
+def test_no_value_of_any_type_in_any_field_ends_in_a_traceback(section, cls):
+    for f in fields(cls):
+        if not f.init:
+            continue
+        key = f"{section}.{f.name}" if section else f.name
+        for value in _ANY:
+            table = {section: {f.name: value}} if section else {f.name: value}
+            for build, arg in (
+                (EvolveConfig.from_dict, table),
+                (lambda overrides: EvolveConfig().with_overrides(**overrides), {key: value}),
+            ):
+                try:
+                    build(arg).validate()
+                except ConfigError as exc:
+                    assert "\n" not in str(exc)
+
+
+def test_no_value_in_the_llm_table_ends_in_a_traceback():
+    from monsearch.search.llm_proposer import LLMProposerConfig, ModelSpec
+
+    model_keys = {f.name for f in fields(ModelSpec)}
+    for key in sorted({f.name for f in fields(LLMProposerConfig)} | model_keys):
+        for value in [*_ANY, math.inf, -1, 10**30]:
+            tables = [{"model": "m", key: value}]
+            if key in model_keys:
+                tables.append({"models": [{"name": "m", key: value}]})
+            for table in tables:
+                try:
+                    LLMProposerConfig.from_dict(EvolveConfig(llm=table).llm)
+                except ConfigError as exc:
+                    assert "\n" not in str(exc)
