@@ -238,6 +238,14 @@ def test_sealed_report_markdown_and_html_are_text_only(sealed_report, tmp_path):
     _assert_inert(html, _Page((clean_dir / "report.html").read_text()))
     for payload in PAYLOADS:
         assert payload in html.text, payload
+    # The Markdown stays text under a renderer that takes no backslash before "<" as an
+    # escape (Python-Markdown, as mkdocs renders): nothing is left to open an element.
+    assert "<" not in md
+    python_markdown = pytest.importorskip("markdown").markdown
+    _assert_inert(
+        _Page(python_markdown(md, extensions=["tables"])),
+        _Page(python_markdown((clean_dir / "report.md").read_text(), extensions=["tables"])),
+    )
 
 
 # --------------------------------------------------------------------------- terminal
