@@ -202,7 +202,6 @@ class LocalServer:
         self.model = Path(model)
         self.alias = alias
         self.host = host
-        self.port_given = port is not None
         self.port = port or free_port(host)
         self.python = python or os.environ.get(ENV_PYTHON) or sys.executable
         threads, batch = _default_threads()
@@ -234,10 +233,17 @@ class LocalServer:
         ]  # fmt: skip
 
     def _log_tail(self, lines: int = 8) -> str:
-        if self.log_path is None or not self.log_path.exists():
+        """The log's last lines joined on one line (read from its last 64 KiB only: a
+        server can write a lot)."""
+        if self.log_path is None:
             return ""
-        text = self.log_path.read_text(errors="replace").strip().splitlines()
-        return " | ".join(text[-lines:])
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        return " | ".join(text.strip().splitlines()[-lines:])
 
     def check(self) -> None:
         """What can be refused before anything starts: no model file, a log that cannot
