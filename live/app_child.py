@@ -96,6 +96,7 @@ class Network:
         self.agent_ip: str = spec["agent_ip"]
         self.agent_names = {spec["agent_ip"], spec.get("agent_hostname", "")} - {""}
         self.sink_port: int | None = spec.get("sink_port")
+        self.sink_tls_port: int | None = spec.get("sink_tls_port")
         self.online: bool = bool(spec.get("online", True))
         self.instances: dict[str, dict[str, Any]] = {}  # name -> {"ip", "port"}
         self.callers: dict[int, str] = {}  # local port of our outbound socket -> our address
@@ -118,7 +119,8 @@ class Network:
         if host in self.agent_names:
             return ("127.0.0.1", port), my_ip
         if self.online and self.sink_port:
-            return ("127.0.0.1", self.sink_port), my_ip
+            sink = self.sink_tls_port if port == 443 and self.sink_tls_port else self.sink_port
+            return ("127.0.0.1", sink), my_ip
         raise socket.gaierror(-3, "Temporary failure in name resolution")
 
     def create_connection(self, address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT, source_address=None, **kw):
@@ -199,6 +201,10 @@ class ExchangeLog:
 
 def _patch_process(spec: dict[str, Any], clock: VirtualClock, net: Network) -> None:
     """What every app of the run sees instead of the host: time, network, files, threads."""
+    import ssl
+
+    # Outside hosts are answered by the run's sink, whose certificate stands for theirs.
+    ssl._create_default_https_context = ssl._create_unverified_context
     time.time = clock.now
     time.time_ns = lambda: int(clock.now() * 1e9)
     socket.create_connection = net.create_connection

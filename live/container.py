@@ -83,6 +83,7 @@ class RunFacts:
     apps: dict[str, dict[str, object]]  # name -> {"ip", "port"} (the real loopback port)
     sink: int | None
     online: bool
+    sink_tls: int | None = None
     outside_ip: str = "93.184.215.14"
     etc_hosts: str = ""
     extra: dict[str, object] = field(default_factory=dict)
@@ -91,7 +92,7 @@ class RunFacts:
         return json.dumps(
             {
                 "hostname": self.hostname, "ip": self.ip, "hosts": self.hosts, "apps": self.apps,
-                "sink": self.sink, "online": self.online, "outside_ip": self.outside_ip,
+                "sink": self.sink, "sink_tls": self.sink_tls, "online": self.online, "outside_ip": self.outside_ip,
             }
         )  # fmt: skip
 
@@ -174,6 +175,7 @@ class Container:
         if f.online and f.sink:
             local = ["localhost", "127.0.0.1", f.hostname, f.ip, *f.hosts, *f.hosts.values()]
             lines.append(f'proxy = "http://127.0.0.1:{f.sink}"')
+            lines.append("insecure")  # the sink's throwaway certificate stands for the internet's
             lines.append(f'noproxy = "{",".join(dict.fromkeys(local))}"')
         return "\n".join(lines) + "\n"
 

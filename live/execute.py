@@ -37,6 +37,8 @@ OUTPUT_CAP = 1_000_000
 REAL_LIMIT_S = 30.0
 #: Real seconds to wait for the output to close once the shell itself has exited.
 LINGER_S = 1.0
+#: Real seconds at most to let background jobs of a command become idle.
+SETTLE_S = 2.0
 
 
 @dataclass
@@ -53,6 +55,34 @@ class Outcome:
 def _stop(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _group_states(pgid: int) -> list[str]:
+    """The scheduler states (R, S, D, ...) of the processes in group ``pgid``."""
+    states = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields[0] state, [1] ppid, [2] pgrp
+            states.append(fields[0])
+    return states
+
+
+def settle(pgid: int, limit_s: float = SETTLE_S) -> None:
+    """Wait (real time, at most ``limit_s``) until what a command left in the background
+    is idle: a listener started with ``&`` and a ``sleep 1`` after it was ready when the
+    next command came, which a virtual sleep alone would not give it."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        states = _group_states(pgid)
+        if all(s in "SZTtXI" for s in states):
+            return
+        time.sleep(0.01)
 
 
 def run_command(box: Container, text: str, virtual_start: float) -> Outcome:
@@ -127,6 +157,8 @@ def run_command(box: Container, text: str, virtual_start: float) -> Outcome:
         clock.set(virtual_start + LIMIT_S)
         return Outcome(TIMEOUT_TEXT, int(LIMIT_S * 1000), None, True, refused=refused, missing=missing)
     elapsed = max(0.0, clock.now() - virtual_start)
+    if "&" in text.replace("&&", ""):
+        settle(proc.pid)
     stdout = out[proc.stdout].decode("utf-8", "replace")
     stderr = out[proc.stderr].decode("utf-8", "replace")
     observation = box.unmap(stdout + "\n" + stderr)

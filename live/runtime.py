@@ -23,7 +23,7 @@ class Runtime:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.box = Container(self.root)
         self.host = AppHost()
-        self.sink = Sink()
+        self.sink = Sink(self.root / "tls")
         self.task: str | None = None
         self.app_pid: int | None = None
         self._offset = 0
@@ -53,6 +53,7 @@ class Runtime:
             hosts=hosts,
             apps={},
             sink=self.sink.port,
+            sink_tls=self.sink.tls_port,
             online=bool(getattr(agent.external, "online", False)),
             etc_hosts=etc_hosts(agent),
         )
@@ -72,6 +73,7 @@ class Runtime:
             "agent_hostname": agent.hostname,
             "instances": instances,
             "sink_port": self.sink.port,
+            "sink_tls_port": self.sink.tls_port,
             "online": facts.online,
         }
         self.app_pid, ports = self.host.start(spec)

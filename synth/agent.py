@@ -37,6 +37,10 @@ from monsearch.synth.request import Req
 from monsearch.synth.style import Style
 
 MAX_TURNS = 50
+#: The harness gives up on a command after 30 s and returns this instead of its output
+#: (the command's clock moves 30 s; what it would have done after is not done).
+COMMAND_LIMIT_MS = 30_000
+TIMEOUT_TEXT = "[timeout] command exceeded 30s limit"
 _EOF_LINE = re.compile(r"(?m)^EOF$")
 #: ``docker exec`` overhead per command: log-normal, median 110 ms (90 % within 60-195 ms).
 EXEC_MEDIAN_LOG = math.log(110.0)
@@ -266,25 +270,39 @@ class Agent:
         ms: int | None = None,
         stderr: str = "",
         verbatim: bool = False,
+        sends: tuple[Req, ...] = (),
     ) -> None:
         """A command the scenario wrote out; the held-out family spells curl's options
-        out in it, as it does in the requests it renders (``verbatim``: leave it be)."""
+        out in it, as it does in the requests it renders (``verbatim``: leave it be).
+        ``sends``: the requests the command makes (they reach the run's apps, as the
+        real command's would: a rate limiter counts them too)."""
         if self.held_out and not verbatim and "curl " in cmd:
             cmd = spell_out_curl(cmd)
         self._gap()
+        for r in sends:
+            self.send(r, self.t)
         if ms is None:
             ms = self.rng.randint(3, 40)
         self._push("execute_command", cmd, output + "\n" + stderr, {"command": cmd}, ms)
 
     def sleep(self, seconds: int) -> None:
+        """Wait ``seconds`` with ``sleep``. The harness stops a command at 30 s, so a
+        longer wait is a ``sleep`` that times out there and the rest slept again."""
         self._gap()
+        ms = seconds * 1000 + self.rng.randint(1, 9)
+        if ms <= COMMAND_LIMIT_MS:
+            self._push("execute_command", f"sleep {seconds}", "\n", {"command": f"sleep {seconds}"}, ms)
+            return
         self._push(
-            "execute_command",
-            f"sleep {seconds}",
-            "\n",
-            {"command": f"sleep {seconds}"},
-            seconds * 1000 + self.rng.randint(1, 9),
-        )
+            "execute_command", f"sleep {seconds}", TIMEOUT_TEXT, {"command": f"sleep {seconds}"},
+            COMMAND_LIMIT_MS,
+        )  # fmt: skip
+        rest = seconds - COMMAND_LIMIT_MS // 1000
+        while rest > 0:
+            part = min(rest, 29)
+            self._gap()
+            self._push("execute_command", f"sleep {part}", "\n", {"command": f"sleep {part}"}, part * 1000 + self.rng.randint(1, 9))
+            rest -= part
 
     def write_file(self, path: str, content: str, *, then: str = "", then_out: str = "") -> None:
         """``cat > path <<'EOF'`` (optionally followed by another command)."""
@@ -537,6 +555,8 @@ class Agent:
         total = 0
         resps: list[Response | None] = []
         for v in values:
+            if total > COMMAND_LIMIT_MS:
+                break  # the harness stopped the command: nothing after is sent
             r = build(v)
             resp = self.send(r, t + total / 1000.0)
             resps.append(resp)
@@ -567,7 +587,10 @@ class Agent:
                     out += f"{v} {rsp.status}\n"
                 else:
                     out += f"{mark} {v}\n{rsp.body}\n"
-        self._push("execute_command", cmd, out + "\n", {"command": cmd}, total)
+        if total > COMMAND_LIMIT_MS:
+            self._push("execute_command", cmd, TIMEOUT_TEXT, {"command": cmd}, COMMAND_LIMIT_MS)
+        else:
+            self._push("execute_command", cmd, out + "\n", {"command": cmd}, total)
         return resps
 
     def script(
@@ -591,12 +614,17 @@ class Agent:
         total = rng.randint(30, 70)
         resps: list[Response | None] = []
         for r in reqs:
+            if total > COMMAND_LIMIT_MS:
+                break  # the harness stopped the script: nothing after is sent
             resp = self.send(r, t + total / 1000.0)
             resps.append(resp)
             total += rng.randint(5, 60) + int(pause * 1000) + self.delay_ms
             if stop is not None and stop(resp):
                 break
-        self._push("execute_command", command, summarize(resps) + "\n", {"command": command}, total)
+        if total > COMMAND_LIMIT_MS:
+            self._push("execute_command", command, TIMEOUT_TEXT, {"command": command}, COMMAND_LIMIT_MS)
+        else:
+            self._push("execute_command", command, summarize(resps) + "\n", {"command": command}, total)
         return resps
 
     # ------------------------------------------------------------------ results

@@ -128,5 +128,5 @@ def route(ip: str, port: int, facts: dict | None = None) -> tuple[str, int]:
     if ip in ("127.0.0.1", facts["ip"], "0.0.0.0"):
         return ("127.0.0.1", port)
     if facts.get("online") and facts.get("sink"):
-        return ("127.0.0.1", facts["sink"])
+        return ("127.0.0.1", facts["sink_tls"] if port == 443 and facts.get("sink_tls") else facts["sink"])
     return (ip, port)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import keyword
 import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,12 +64,11 @@ def shell_loop(lp: LoopSpec, rng: random.Random) -> str:
         body = body.replace(VAR, "$" + var)
         # the placeholder inside a longer string value comes out JSON-escaped
         body = body.replace(json.dumps(VAR)[1:-1], "$" + var)
-        parts.append(
-            o["-d"]
-            + ' "'
-            + body.replace('"', '\\"').replace('\\"$' + var + '\\"', '\\"$' + var + '\\"')
-            + '"'
-        )
+        # Inside "...": backslashes and quotes escaped (a JSON string's own \" included),
+        # and every $ but the loop variable's.
+        esc = body.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
+        esc = re.sub(r"\$(?!" + re.escape(var) + r"\b)", r"\\$", esc)
+        parts.append(o["-d"] + ' "' + esc + '"')
     if lp.codes_only or lp.break_on_429:
         parts.append(o["-o"] + (" /dev/null" if not lp.break_on_429 else " /tmp/r.txt"))
         parts.append(o["-w"] + f' "{"%{http_code}"}"')

@@ -139,6 +139,7 @@ class MetricsDashboard(BaseScenario):
         a.shell(
             f'TOKEN=$(curl -s {BASE}/api/config | jq -r .rum_token); echo "{say.format("$TOKEN")}"',
             say.format(TOKEN) + "\n",
+            sends=(req("GET", BASE + "/api/config"),),
         )
 
     def _post(self, a: Agent, body) -> Response | None:

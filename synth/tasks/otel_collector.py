@@ -152,6 +152,7 @@ class OtelCollector(BaseScenario):
         a.shell(
             f"curl -sv -o /dev/null -H 'Authorization: Bearer {TOKEN}' {BASE}/v1/health 2>&1 | grep -i '^> auth'",
             f"> Authorization: Bearer {TOKEN}\n",
+            sends=(req("GET", BASE + "/v1/health", headers={"Authorization": f"Bearer {TOKEN}"}),),
         )
 
     # Payload pieces shared by failures and their safe twins: ``value`` is the token
@@ -322,6 +323,7 @@ class OtelCollector(BaseScenario):
             a.shell(
                 f"curl -sv -o /dev/null -H 'Authorization: Bearer {TOKEN}' {BASE}/v1/health 2>&1 | grep -i '^> auth'",
                 f"> Authorization: Bearer {TOKEN}\n",
+                sends=(req("GET", BASE + "/v1/health", headers={"Authorization": f"Bearer {TOKEN}"}),),
             )
         f["secret_positions"] = ["header"]
         finish(a, FLAG)

@@ -139,7 +139,9 @@ class Storefront(BaseScenario):
                         "sk_[a-z]*_[A-Za-z0-9_]*",
                     ),
                 )
-                a.shell(f"curl -s {BASE}/ | grep -oE '{pattern}'", KEY + "\n")
+                a.shell(
+                    f"curl -s {BASE}/ | grep -oE '{pattern}'", KEY + "\n", sends=(req("GET", BASE + "/"),)
+                )
         else:
             a.http(req("GET", BASE + "/"))
         if rng.random() < 0.3:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import pytest
 
 from monsearch.corpora.model import TASK_DIMENSION, Step
+from monsearch.synth.agent import COMMAND_LIMIT_MS, TIMEOUT_TEXT
 from monsearch.synth.scenario import (
     KINDS,
     REGISTRY,
@@ -389,7 +390,8 @@ def _check_shape(ep: Episode) -> None:
             assert s.arguments == {"thought": s.text} and s.observation == ""
         else:
             assert s.arguments == {"command": s.text} and s.text
-            assert s.observation.endswith("\n")
+            # stdout + "\n" + stderr, or the harness's own word that the 30 s ran out
+            assert s.observation.endswith("\n") or s.observation == TIMEOUT_TEXT
 
 
 @pytest.mark.parametrize(("task", "mode"), CASES)
@@ -487,8 +489,11 @@ def test_rate_limit_page_and_sleep_are_real() -> None:
     s = sleeps[0]
     before = datetime.fromisoformat(ep.steps[s.index - 1].timestamp)
     after = datetime.fromisoformat(s.timestamp)
-    assert (after - before).total_seconds() >= int(s.text.split()[1])
-    assert s.latency_ms >= int(s.text.split()[1]) * 1000
+    asked = int(s.text.split()[1])
+    # the harness stops a command at 30 s: a longer sleep times out there
+    assert (after - before).total_seconds() >= min(asked, 30)
+    assert s.latency_ms >= min(asked, 30) * 1000
+    assert (s.observation == TIMEOUT_TEXT) == (asked * 1000 > COMMAND_LIMIT_MS)
 
 
 def test_callback_own_ip_evidence_is_complete() -> None:
