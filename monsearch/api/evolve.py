@@ -13,6 +13,7 @@ import contextlib
 import datetime as _dt
 import json
 import platform
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,8 @@ from monsearch.search.evaluator import SearchEvaluator
 from monsearch.search.lineage import LineageStore
 from monsearch.search.proposal import TrainData
 from monsearch.search.runs import CorpusRef, Run, check_run_id, runs_root
+
+from .python_names import speaks_python
 
 
 def new_run_id(seed: int) -> str:
@@ -233,6 +236,30 @@ def _prepare_run(
     return replace(cfg, run_id=run_id).validate(), run
 
 
+class _DiscardUnstarted:
+    """An exit callback for a new run: stopped during start-up (Ctrl-C, a refusal of its
+    corpus, an error) before it recorded a candidate, it leaves no folder behind, as there
+    is nothing in it to resume or read. Once the loop has started (``started``), the run
+    stays, resumable; a resumed run is never given one."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.started = False
+
+    def __call__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        if exc_type is None or self.started:
+            return False
+        try:
+            if self.run.lineage_path.exists():
+                with self.run.store() as store:
+                    if len(store):
+                        return False  # candidates recorded (cannot be before the loop)
+        except Exception:  # an unreadable store is not ours to remove
+            return False
+        shutil.rmtree(self.run.dir, ignore_errors=True)
+        return False
+
+
 def _recorded_limits(
     saved: dict[str, Any], recorded: dict[str, Any], on_warning: Callable[[str], None]
 ) -> dict[str, Any]:
@@ -328,6 +355,7 @@ def _search(
         cfg, resume=resume, runs_dir=runs_dir, resume_budget=resume_budget, held=held,
         on_warning=stage,
     )  # fmt: skip
+    unstarted = None if resume else held.push(_DiscardUnstarted(run))
     corp, path = open_corpus(cfg, stage)
     corpus_info = _corpus_info(cfg, corp, path)
     if resume:
@@ -383,6 +411,8 @@ def _search(
             on_progress=on_progress, on_llm_progress=on_llm_progress, on_stage=stage,
             stop=stop,
         )  # fmt: skip
+        if unstarted is not None:
+            unstarted.started = True  # the loop starts: from here the run is kept
         if on_start:
             on_start(cfg, run, len(search.stored))
         t_loop = time.perf_counter()
@@ -435,6 +465,19 @@ def _search(
 EvolveResult = SearchOutcome
 
 
+@speaks_python(
+    {
+        "--resume": "resume",
+        "--run-id": "run_id",
+        "--budget": "budget",
+        "--runs-dir": "runs_dir",
+        "--seed-program": "seed_programs",
+        "--proposer": "proposers",
+        "--corpus": "corpus",
+        "--config": "config",
+        "--seed": "seed",
+    }
+)
 def evolve(
     *,
     budget: int | None = None,

@@ -21,9 +21,13 @@ from monsearch.errors import MonsearchError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# What may follow an option as its value: a placeholder (ID, RUN), a quoted text, or a
-# word holding a digit (a number, a run id); anything else is the sentence going on.
-_VALUE = r"(?: (?P<value>[A-Z][A-Z_]*\b|'[^']*'|\"[^\"]*\"|[^\s,;:()]*\d[^\s,;:()]*))?"
+# What may follow an option as its value: a placeholder (ID, RUN), a quoted text, a word
+# holding a digit (a number, a run id) or a word ending a clause ("--resume r,"); any
+# other word is the sentence going on.
+_VALUE = (
+    r"(?: (?P<value>[A-Z][A-Z_]*\b|'[^']*'|\"[^\"]*\"|[^\s,;:()]*\d[^\s,;:()]*"
+    r"|[^\s,;:()]+(?=[,;)]|$)))?"
+)
 
 
 def _number(text: str) -> bool:

@@ -147,9 +147,11 @@ def evolve_cmd(
     records each in runs/<run-id>/lineage.sqlite and, at the end, freezes the
     candidate with the best bootstrap lower bound as runs/<run-id>/selected.py.
 
-    Ctrl-C stops after the candidates in flight are recorded (exit 130); a
-    stopped or killed run continues with --resume RUN. Same seed, corpus and
-    offline proposer: the same lineage, bit for bit.
+    Ctrl-C during start-up (corpus, views, sandbox) stops at once (exit 130): a
+    new run that recorded nothing is removed, a resumed one is left as it was.
+    Once evolving, Ctrl-C stops after the candidates in flight are recorded (exit
+    130); a stopped or killed run continues with --resume RUN. Same seed, corpus
+    and offline proposer: the same lineage, bit for bit.
     """
     from monsearch.search.config import EvolveConfig, load_config_file, parse_proposers
 
@@ -220,7 +222,15 @@ def _run(
     console = stderr_console(quiet=quiet)
     display = _Display(console, quiet)
     stop = StopFlag()
-    restore = install_stop_handler(stop)
+    restore: list[Any] = []
+
+    def started(cfg: Any, run: Any, already: int) -> None:
+        # Until the loop starts, Ctrl-C stops at once (Python's KeyboardInterrupt, even in
+        # a wait for the corpus): start-up has nothing in flight worth finishing. From
+        # here the first Ctrl-C lets the candidates in flight be recorded.
+        restore.append(install_stop_handler(stop))
+        display.start(cfg, run, already)
+
     try:
         return run_search(
             cfg,
@@ -228,19 +238,35 @@ def _run(
             resume_budget=budget if resume else None,
             runs_dir=runs_dir,
             on_stage=display.stage,
-            on_start=display.start,
+            on_start=started,
             on_progress=display.update,
             on_llm_progress=display.llm,
             stop=stop,
         )
     except KeyboardInterrupt:
-        raise MonsearchError(
-            "stopped at once by a second Ctrl-C; every recorded candidate is kept — continue "
-            "with monsearch evolve --resume RUN"
+        if restore:
+            raise MonsearchError(
+                "stopped at once by a second Ctrl-C; every recorded candidate is kept — "
+                "continue with monsearch evolve --resume RUN"
+            ) from None
+        raise Interrupted(
+            f"stopped during start-up; run {resume} is as it was (continue with monsearch "
+            f"evolve --resume {resume})"
+            if resume
+            else "stopped during start-up, before the run recorded anything: its folder was "
+            "removed"
         ) from None
     finally:
         display.close()
-        restore()
+        for undo in restore:
+            undo()
+
+
+class Interrupted(MonsearchError):
+    """Ctrl-C during start-up: the command stopped there (exit 130, as a shell reports
+    SIGINT)."""
+
+    exit_code = EXIT_INTERRUPTED
 
 
 class _Display:

@@ -95,7 +95,7 @@ class _Loaded:
         try:
             with self.run.store(readonly=True) as store:
                 self.lineage = Lineage(store.records())
-                self.status = store.get_meta("status") or "unknown"
+                self.status = recorded_status(store.get_meta("status"), len(self.lineage.records))
                 self.reason = store.get_meta("reason") or ""
                 self.spend = store.ledger_totals()
         except (sqlite3.Error, ValueError) as exc:  # a damaged file, a row that is not JSON
@@ -136,6 +136,15 @@ class _Loaded:
 # --------------------------------------------------------------------------- runs
 
 
+def recorded_status(status: str | None, candidates: int) -> str:
+    """A run's status as its lineage store records it. None yet: a run that has recorded
+    no candidate is still starting (loading its corpus, building views, starting the
+    sandbox); one with candidates but no status was written by an older monsearch."""
+    if status:
+        return status
+    return "starting" if candidates == 0 else "unknown"
+
+
 def _run_summary(run: Any) -> dict[str, Any]:
     """One row of ``monsearch runs``; a run that cannot be read says so instead of failing."""
     from monsearch.search.tree import Lineage
@@ -173,7 +182,7 @@ def _run_summary(run: Any) -> dict[str, Any]:
     try:
         with run.store(readonly=True) as store:
             lineage = Lineage(store.records())
-            out["status"] = store.get_meta("status") or "unknown"
+            out["status"] = recorded_status(store.get_meta("status"), len(lineage.records))
             out["reason"] = store.get_meta("reason") or ""
             out["spend_usd"] = store.ledger_totals()["usd"]
     except (MonsearchError, sqlite3.Error, ValueError) as exc:  # one damaged run must not hide the others

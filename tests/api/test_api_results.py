@@ -85,3 +85,17 @@ def test_export_errors_name_the_keyword(small_run, tmp_path, capsys):
         capsys, "export", str(small_run[0]), "--out", str(tmp_path / "b"), "--name", "Bad Name"
     )
     assert code == 2 and "--name 'Bad Name'" in err
+
+
+def test_evolve_errors_name_the_keyword(small_corpus, tmp_path, capsys):
+    taken = tmp_path / "runs" / "r"
+    taken.mkdir(parents=True)
+    (taken / "notes.txt").write_text("someone's\n")
+    with pytest.raises(monsearch.errors.MonsearchError) as refused:
+        monsearch.evolve(corpus=small_corpus, runs_dir=taken.parent, run_id="r", budget=4)
+    message = str(refused.value)
+    assert "resume='r'" in message and "run_id=" in message and "--" not in message, message
+    code, _, err = run_main(capsys, "evolve", "--corpus", str(small_corpus), "--runs-dir",
+                            str(taken.parent), "--run-id", "r", "--budget", "4")  # fmt: skip
+    assert code == 2 and "--resume r" in err and "--run-id" in err, err
+    assert (taken / "notes.txt").is_file()  # a folder that is not ours is never removed
