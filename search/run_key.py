@@ -72,8 +72,11 @@ def _read(path: Path) -> RunKey | None:
         return None
     except OSError as exc:
         raise RunKeyError(f"{path}: cannot read the run key: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as fh:
-        text = fh.read(200).strip()
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            text = fh.read(200).strip()
+    except OSError as exc:  # a folder, a device...
+        raise RunKeyError(f"{path}: cannot read the run key: {exc.strerror or exc}") from None
     try:
         secret = bytes.fromhex(text.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
