@@ -62,23 +62,36 @@ def _records(runs, run_id):
 def test_a_mixed_run_spends_its_budget_while_the_model_never_answers(tmp_path, small_corpus):
     """Issue 34's acceptance: while the model is slower than the whole run, the offline
     proposer keeps the workers busy and the run completes its budget. The proposal
-    deadline (an hour) is longer than the command may take here (``evolve``'s 600 s
-    timeout), so no worker can have waited a deadline for the model."""
+    deadline (an hour) is longer than the test lets the command take (600 s), so no
+    worker can have waited a deadline for the model."""
+    budget = 40
     with HeldLLMServer(default=Reply.text(DELETES)) as server:
         runs = tmp_path / "runs"
-        out = evolve(
-            runs, small_corpus, *MIXED, "--llm-base-url", server.base_url,
-            "--llm-deadline", "3600", run_id="slow", budget=14, timeout=600,
-        )  # fmt: skip
+        cmd = [
+            sys.executable, "-m", "monsearch", "evolve", "--corpus", str(small_corpus),
+            "--runs-dir", str(runs), "--budget", str(budget), "--quiet", "--json",
+            "--workers", "2", "--optuna-trials", "3", "--run-id", "slow", *MIXED,
+            "--llm-base-url", server.base_url, "--llm-deadline", "3600",
+        ]  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        # The model is asked (its request arrives and is held) while the run goes on.
+        deadline = time.monotonic() + 300
+        while server.held < 1 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.held == 1, "the model was never asked"
+        out, err = proc.communicate(timeout=600)
         # The run is over and the model has not answered once: its one request is
         # still held (and a second one was never sent: one slot, on purpose).
         held_at_end, asked = server.held, server.asked
         server.release()
+    assert proc.returncode == 0, err
     assert (held_at_end, asked) == (1, 1)
-    outcome = json.loads(out.stdout)
-    assert outcome["status"] == "finished" and outcome["evaluated"] == 14
+    outcome = json.loads(out)
+    assert outcome["status"] == "finished" and outcome["evaluated"] == budget
     records, meta = _records(runs, "slow")
-    assert len(records) == 14
+    assert len(records) == budget
     assert {r.proposer for r in records} == {"seed", "offline"}
     assert all(r.status != "proposal_error" for r in records)
     drawn = [r for r in records if "drawn" in r.artifacts]
@@ -98,7 +111,7 @@ def test_answers_become_candidates_when_they_arrive(tmp_path, small_corpus):
         runs = tmp_path / "runs"
         out = evolve(
             runs, small_corpus, *MIXED, "--llm-base-url", server.base_url, "--batch", "2",
-            run_id="arrive", budget=24,
+            run_id="arrive", budget=40,
         )  # fmt: skip
         asked = len(server.chat_bodies)
     assert json.loads(out.stdout)["status"] == "finished"
