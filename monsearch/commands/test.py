@@ -21,13 +21,14 @@ from monsearch.errors import MonsearchError
     "--program",
     "program_id",
     metavar="ID",
-    help="Test this candidate of the run's lineage instead of the selected strategy.",
+    help="Test this candidate of the run's lineage instead of the selected strategy "
+    "(refused without --force once another program of the run was opened on the corpus).",
 )
 @click.option(
     "--force",
     is_flag=True,
-    help="Evaluate again although the ledger says this strategy was tested on this corpus; "
-    "the report is marked re-opened.",
+    help="Evaluate again although the ledger says this strategy, or another program of "
+    "the run, was opened on this corpus; the report is marked re-opened.",
 )
 @click.option(
     "--costs",
@@ -82,8 +83,11 @@ def test_cmd(
     and the selective-escalation curves with their baselines. A ledger (a user data
     file; MONSEARCH_LEDGER moves it) records every opening: a second test of the
     same program (comments and layout aside) on the same corpus and split is
-    refused unless --force; every opening after a run's first, whatever program,
-    is marked re-opened, and each report says which opening of the run it is.
+    refused unless --force, and so is another program of a run already opened on
+    that corpus (trying a run's programs in turn is selecting on test); every
+    opening after a run's first, whatever program, is marked re-opened, and each
+    report says which opening of the run it is and names the run's other programs
+    opened on the corpus.
     Writes report.json, report.md, report.html and PNG plots into a new
     RUN/test/NNN/ (NNN: the opening), or into --out with report.json also kept in
     RUN/test/NNN/; an earlier report is never replaced. Exit code 0 when done, 3 when refused by the
