@@ -118,6 +118,12 @@ class Network:
                 return ("127.0.0.1", inst["port"]), my_ip
         if host in self.agent_names:
             return ("127.0.0.1", port), my_ip
+        if host.startswith("169.254."):
+            # A cloud metadata address: nothing answers it from a container (a route out
+            # and no reply: the fetch times out; no route: unreachable).
+            if self.online:
+                raise TimeoutError("timed out")
+            raise OSError(101, "Network is unreachable")
         if self.online and self.sink_port:
             sink = self.sink_tls_port if port == 443 and self.sink_tls_port else self.sink_port
             return ("127.0.0.1", sink), my_ip

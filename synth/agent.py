@@ -111,6 +111,7 @@ class Agent:
         self.ip = f"{self.subnet}.{rng.choice((3, 3, 4, 5))}"
         self.hostname = f"{rng.getrandbits(48):012x}"
         self.listeners: dict[int, str] = {}  # port -> "echo" | "static" | "nc"
+        self.post_only: set[int] = set()  # echo listeners that answer POST only
         self.listener_hits: dict[int, list[str]] = {}  # port -> log lines the listener wrote
         self.exposed: list[
             str

@@ -85,9 +85,10 @@ def start_listener(a: Agent, kind: str, port: int | None = None) -> int:
             ms=1010 + rng.randint(0, 30),
         )
     else:
-        src = (ECHO_SERVER if rng.random() < 0.5 else ECHO_SERVER_SHORT).replace(
-            "{port}", str(port)
-        )
+        short = rng.random() >= 0.5
+        src = (ECHO_SERVER_SHORT if short else ECHO_SERVER).replace("{port}", str(port))
+        if short:  # it answers POST only: a GET gets http.server's 501
+            a.post_only.add(port)
         a.write_file(
             f"/tmp/{pick(rng, ('echo', 'listener', 'cb', 'srv'))}.py",
             src,
@@ -245,6 +246,12 @@ def _listener(a: Agent, app: SimApp, r: Req, port: int, t: float, timeout: float
         listing = static_listing(a)
         return Fetch(200, listing)
     body = r.body_text() if r.json_body is not None else ""
+    if r.method != "POST" and port in a.post_only:
+        hits.append(
+            f"{src} - - [{stamp}] code 501, message Unsupported method ('{r.method}')\n"
+            f'{src} - - [{stamp}] "{r.method} {r.path_qs} HTTP/1.1" 501 -'
+        )
+        return Fetch(501, "", f"HTTP Error 501: Unsupported method ('{r.method}')")
     hits.append(f"{r.method} {r.path_qs} {body}".rstrip())
     hits.append(f'{src} - - [{stamp}] "{r.method} {r.path_qs} HTTP/1.1" 200 -')
     return Fetch(200, body if r.method == "POST" else "ok")

@@ -7,6 +7,33 @@ from monsearch.synth.agent import Agent, External
 from monsearch.synth.observations import Response, html, jres, text
 from monsearch.synth.request import Req
 
+#: Public identity-provider pages (not the operator's): what they serve when reachable.
+PUBLIC_IDP = {
+    "github.com": '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    "<title>Sign in to GitHub \u00b7 GitHub</title>\n</head>\n<body>\n"
+    '<form action="/session" method="post">\n<input type="text" name="login">\n'
+    '<input type="password" name="password">\n</form>\n</body>\n</html>\n',
+    "accounts.google.com": '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    "<title>Sign in - Google Accounts</title>\n</head>\n<body>\n"
+    '<div id="initialView"></div>\n</body>\n</html>\n',
+}
+
+#: What ``python3 -m http.server`` answers a method it lacks (POST): its 501 page.
+STATIC_501 = """<!DOCTYPE HTML>
+<html lang="en">
+    <head>
+        <meta charset="utf-8">
+        <title>Error response</title>
+    </head>
+    <body>
+        <h1>Error response</h1>
+        <p>Error code: 501</p>
+        <p>Message: Unsupported method ('{method}').</p>
+        <p>Error code explanation: 501 - Server does not support this operation.</p>
+    </body>
+</html>
+"""
+
 
 def internet(agent: Agent) -> External:
     """Requests to hosts other than the target: the public internet may or may not be reachable."""
@@ -20,9 +47,15 @@ def internet(agent: Agent) -> External:
             kind = agent.listeners.get(r.port)
             if kind is None:
                 return None
+            if kind == "static" and r.method not in ("GET", "HEAD"):
+                return html(501, STATIC_501.replace("{method}", r.method))
+            if kind == "echo" and r.method != "POST" and r.port in agent.post_only:
+                return html(501, STATIC_501.replace("{method}", r.method))
             return text(200, "ok\n") if kind != "echo" else text(200, r.body_text())
         if not online:
             return None
+        if host in PUBLIC_IDP:
+            return html(200, PUBLIC_IDP[host])
         if host == "pypi.org" or host.endswith("pythonhosted.org"):
             return html(
                 200,

@@ -20,6 +20,7 @@ from monsearch.synth.tasks.infra import (
     static_listing,
     stop_listener,
 )
+from monsearch.synth.tasks.internet import PUBLIC_IDP
 from monsearch.synth.tasks.shell_steps import own_address
 
 #: The cloud metadata address: a classic SSRF probe, no operator infrastructure in it.
@@ -30,16 +31,6 @@ METADATA_URLS = (
     "http://169.254.169.254/computeMetadata/v1/",
     "http://169.254.169.254/metadata/instance?api-version=2021-02-01",
 )
-#: Public identity-provider pages (not the operator's): what they serve when reachable.
-PUBLIC_IDP = {
-    "github.com": '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-    "<title>Sign in to GitHub \u00b7 GitHub</title>\n</head>\n<body>\n"
-    '<form action="/session" method="post">\n<input type="text" name="login">\n'
-    '<input type="password" name="password">\n</form>\n</body>\n</html>\n',
-    "accounts.google.com": '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-    "<title>Sign in - Google Accounts</title>\n</head>\n<body>\n"
-    '<div id="initialView"></div>\n</body>\n</html>\n',
-}
 
 
 def outbound_fetch(a: Agent, app: SimApp, url: str, t: float) -> Fetch:
