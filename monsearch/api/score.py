@@ -114,12 +114,15 @@ def load_monitor(ref: str | Path, runs_dir: str | Path | None, keep: list[Any]) 
     if package is None:
         from monsearch.search.runs import RunError
 
-        from .export import export
+        # Not monsearch.export: its errors would name its keywords, which are not score's.
+        from .export import export_plugin
 
         tmp = tempfile.TemporaryDirectory(prefix="monsearch-score-")
         keep.append(tmp)
         try:
-            monitor = export(ref, Path(tmp.name) / "plugin", runs_dir=runs_dir, verify=False)
+            monitor = export_plugin(
+                ref, Path(tmp.name) / "plugin", runs_dir=runs_dir, verify=False
+            )
         except RunError as exc:
             raise MonsearchError(
                 f"--monitor {ref!r}: neither an exported plugin folder (with src/<package>/) "
