@@ -205,6 +205,32 @@ class ExchangeLog:
         return [out]
 
 
+#: Real seconds an app's socket read with a timeout may wait (box/livebox.py's rule).
+WAIT_CAP = 0.5
+
+
+def _compress_waits(clock: VirtualClock) -> None:
+    """An app's outbound read that would wait out its timeout (a listener that never
+    answers) waits :data:`WAIT_CAP` real seconds; the rest passes on the run's clock."""
+    for name in ("recv", "recv_into"):
+        real = getattr(socket.socket, name)
+
+        def wrapped(self, *args, __real=real, **kwargs):
+            timeout = self.gettimeout()
+            if not timeout or timeout <= WAIT_CAP:
+                return __real(self, *args, **kwargs)
+            self.settimeout(WAIT_CAP)
+            try:
+                return __real(self, *args, **kwargs)
+            except TimeoutError:
+                clock.advance(timeout - WAIT_CAP)
+                raise
+            finally:
+                self.settimeout(timeout)
+
+        setattr(socket.socket, name, wrapped)
+
+
 def _patch_process(spec: dict[str, Any], clock: VirtualClock, net: Network) -> None:
     """What every app of the run sees instead of the host: time, network, files, threads."""
     import ssl
@@ -214,6 +240,7 @@ def _patch_process(spec: dict[str, Any], clock: VirtualClock, net: Network) -> N
     time.time = clock.now
     time.time_ns = lambda: int(clock.now() * 1e9)
     socket.create_connection = net.create_connection
+    _compress_waits(clock)
     urllib.request.url2pathname = ContainerFiles(spec["fs_root"]).url2pathname
     real_connect = sqlite3.connect
 

@@ -83,6 +83,52 @@ def _command_limit() -> float | None:
     return c["virtual_start"] + c["limit"]
 
 
+#: Real seconds a socket read may wait before its timeout is taken as run: a reply that
+#: has not come by then (a listener that never answers) is not coming, and the rest of
+#: the timeout passes on the run's clock instead.
+WAIT_CAP = 0.5
+
+
+def advance(seconds: float) -> None:
+    """Move the run's clock ``seconds`` forward (a wait that was cut short)."""
+    import fcntl
+
+    path = os.path.join(RUN, "clock")
+    with open(path, "rb+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        m = _clock_map()
+        try:
+            virtual, anchor = struct.unpack_from(_FORMAT, m, 0)
+            now_v = virtual + (real_time() - anchor) + max(0.0, seconds)
+            m[: struct.calcsize(_FORMAT)] = struct.pack(_FORMAT, now_v, real_time())
+        finally:
+            m.close()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def compress_socket_waits(socket_class, on_wait=None) -> None:
+    """Socket reads with a timeout wait at most :data:`WAIT_CAP` real seconds; a read
+    that times out moves the clock by the rest of its timeout and raises as before."""
+    on_wait = on_wait or advance
+    for name in ("recv", "recv_into", "recvfrom", "recvfrom_into"):
+        real = getattr(socket_class, name)
+
+        def wrapped(self, *args, __real=real, **kwargs):
+            timeout = self.gettimeout()
+            if not timeout or timeout <= WAIT_CAP:
+                return __real(self, *args, **kwargs)
+            self.settimeout(WAIT_CAP)
+            try:
+                return __real(self, *args, **kwargs)
+            except TimeoutError:
+                on_wait(timeout - WAIT_CAP)
+                raise
+            finally:
+                self.settimeout(timeout)
+
+        setattr(socket_class, name, wrapped)
+
+
 def dotted(host: str) -> str:
     try:
         n = int(host, 16) if host.lower().startswith("0x") else int(host)

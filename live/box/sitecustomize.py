@@ -56,5 +56,6 @@ socket.socket.connect_ex = _connect_ex
 socket.gethostname = lambda: _FACTS["hostname"]
 socket.gethostbyname = _gethostbyname
 time.sleep = livebox.virtual_sleep
+livebox.compress_socket_waits(socket.socket)
 # Outside hosts are answered by the run's sink, whose certificate stands for theirs.
 ssl._create_default_https_context = ssl._create_unverified_context
