@@ -30,6 +30,7 @@ import logging
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -474,8 +475,24 @@ def probe_endpoints(
                 scrub=KeyScrubber([key]).scrub,
             )
         except MonsearchError as exc:
-            raise type(exc)(KeyScrubber([key]).scrub(str(exc)) + _url_hint(where)) from None
+            text = KeyScrubber([key]).scrub(str(exc))
+            raise type(exc)(text + _url_hint(where) + _busy_hint(where, text)) from None
     return warnings
+
+
+def _busy_hint(where: str, error: str) -> str:
+    """For a local server that did not answer the probe in time: why it may be busy.
+    Measured with llama.cpp (0.5B model, 2 cores at load 4-6): a request whose run ended
+    while it was in flight held the server about 3 minutes, until its prompt was read."""
+    local = re.match(r"https?://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:|/|$)", where)
+    timed_out = re.search(r"timed out|timeout|no complete reply|bytes came", error)
+    if not (local and timed_out):
+        return ""
+    return (
+        " — a local llama.cpp server answers one request at a time: it may still be busy "
+        "with a request of a run that ended while its LLM proposal was in flight (until it "
+        "has read that prompt: minutes on a loaded CPU); try again shortly, or restart it"
+    )
 
 
 def _url_hint(where: str) -> str:

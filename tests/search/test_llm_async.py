@@ -319,3 +319,18 @@ def test_the_llm_alone_waits_for_each_answer_and_says_so(tmp_path, small_corpus)
     assert json.loads(meta["llm_mode"]) == {"mode": "waits", "deadline_s": 300.0}
     assert meta["llm_lane"] is None
     assert json.loads(proc.stdout)["status"] == "finished"
+
+
+def test_a_local_server_silent_at_the_probe_is_said_to_be_maybe_busy():
+    """A one-request-at-a-time server still reading the prompt of a request whose run
+    ended (a proposal in flight at the end) does not answer the next run's probe."""
+    from monsearch.errors import MonsearchError
+    from monsearch.search.llm_proposer import probe_endpoints
+
+    with StubLLMServer(models_reply=Reply.silent(phase="headers")) as server:
+        config = LLMProposerConfig(models=(ModelSpec("m"),), base_url=server.base_url)
+        with pytest.raises(MonsearchError) as err:
+            probe_endpoints(config, env={}, timeout_s=1.0)
+    text = str(err.value)
+    assert "may still be busy with a request of a run that ended" in text
+    assert "\n" not in text  # one line
