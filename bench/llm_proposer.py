@@ -292,6 +292,11 @@ class Bench:
             except ValueError:
                 outcome = None
         if outcome is None and not self.stopped:
+            if not (self.runs / run_id).is_dir():  # refused before any work: bad input
+                last = (reader.err.strip().splitlines() or ["(no message)"])[-1]
+                print(f"evolve {run_id} did not start (exit {child.returncode}): {last}",
+                      file=sys.stderr)  # fmt: skip
+                sys.exit(2)
             print(f"evolve {run_id} failed (exit {child.returncode}):\n{reader.err[-3000:]}",
                   file=sys.stderr)  # fmt: skip
         figures = run_figures(self.runs / run_id, outcome, wall, load.summary())
@@ -449,6 +454,16 @@ def main() -> None:
             print(f"skipped: the local model server does not start: {exc}")
             return
         base_url = server.base_url
+    if server is None:
+        # The server given is checked before any run, as evolve's own probe would.
+        from monsearch.errors import MonsearchError
+        from monsearch.search.llm_proposer import LLMProposerConfig, probe_endpoints
+
+        try:
+            probe_endpoints(LLMProposerConfig.from_dict({"model": alias, "base_url": base_url}))
+        except MonsearchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
     common = ["--runs-dir", str(runs)]
     if args.corpus:
         common += ["--corpus", str(Path(args.corpus).resolve())]

@@ -98,3 +98,22 @@ def test_a_stopped_bench_prints_the_figures_it_has(tmp_path, small_corpus):
     assert "interrupted" in offline and "evaluations in" in offline and "selected c0" in offline
     assert not any(ln.startswith("seed 4 mixed") for ln in lines)  # never started
     assert "mixed >= offline alone at equal wall time: 0 of 0 seeds" in out
+
+
+def test_a_server_that_cannot_be_reached_is_refused_before_any_run(tmp_path, small_corpus):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again on leaving: nothing listens there
+    server = type("Gone", (), {"base_url": f"http://127.0.0.1:{port}/v1"})()
+    proc = subprocess.run(
+        _bench(server, small_corpus, tmp_path / "runs", "--budget", "4"),
+        cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: cannot reach the LLM proposer's endpoint (stub): connection refused at "
+        f"{server.base_url}"
+    ]
+    assert not any((tmp_path / "runs").iterdir())  # no run was started
