@@ -24,6 +24,7 @@ nothing else to propose, and each candidate waits for the model's answer.
 from __future__ import annotations
 
 import difflib
+import json
 import random
 import signal
 import time
@@ -236,9 +237,9 @@ class Search:
         self.on_progress = on_progress
         self.on_llm_progress = on_llm_progress
         self.on_stage = on_stage
-        #: Proposers that stand in for the LLM while it is busy (weights > 0).
         #: The last candidate proposed (when an LLM answer arrived, for its record).
         self._proposed = -1
+        #: Proposers that stand in for the LLM while it is busy (weights > 0).
         self.fallbacks = [
             p for p in cfg.proposers if p.name != "llm" and p.weight > 0 and p.name in self.proposers
         ]
@@ -310,8 +311,6 @@ class Search:
 
     def _note(self, key: str, value: dict[str, Any], text: str) -> None:
         """Say ``text`` on the console and keep ``value`` in the lineage's metadata."""
-        import json
-
         self.store.set_meta(key, json.dumps(value, sort_keys=True))
         if self.on_stage is not None:
             self.on_stage(text)
