@@ -136,3 +136,20 @@ def summarise(runs: Iterable[dict[str, Any]], *, views: bool = True) -> dict[str
         "tasks": {k: v.to_dict() for k, v in sorted(by_task.items())},
         "styles": {k: v.to_dict() for k, v in sorted(by_style.items())},
     }
+
+
+def read_records(corpus: Any) -> list[dict[str, Any]]:
+    """The per-step records a live corpus keeps beside it (``fidelity.jsonl.zst``)."""
+    import json
+    from pathlib import Path
+
+    import zstandard
+
+    from monsearch.errors import MonsearchError
+
+    path = Path(corpus) / "fidelity.jsonl.zst"
+    if not path.is_file():
+        raise MonsearchError(f"{corpus}: no fidelity records (not a live corpus?)")
+    with open(path, "rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as r:
+        text = r.read().decode("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -174,12 +174,18 @@ def _scratch_root() -> str:
 
 
 def jobs_for(size: int, seed: int, tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """About ``size`` runs of the synthetic plan (of the tasks named: the plan of a
+    corpus large enough that those tasks get ``size`` runs between them)."""
+    import math
+
     from monsearch.synth.generate import plan
+    from monsearch.synth.scenario import REGISTRY
 
     keep = set(tasks) if tasks else None
+    total = size if keep is None else math.ceil(size * len(REGISTRY) / max(1, len(keep & set(REGISTRY))))
     return [
         {"seed": seed, "n": n, "generator": g, "task": t}
-        for n, (g, t) in enumerate(plan(size, seed))
+        for n, (g, t) in enumerate(plan(total, seed))
         if keep is None or t in keep
     ]
 
@@ -284,3 +290,16 @@ def _trim(rec: dict[str, Any]) -> dict[str, Any]:
     for k in ("sim_observation", "real_observation", "command"):
         out[k] = out[k][:KEEP_OBS]
     return out
+
+
+def run_in_container(
+    apps: str | Path, task: str, command: str, *, online: bool = True, isolate: bool = True
+) -> dict[str, Any]:
+    """One command in a fresh live container of ``task`` (its real apps running), inside a
+    worker's walls: what it printed, what it tried that was refused, what it reached.
+    ``online``: whether the run's model of the internet answers (the sink) or not."""
+    w = _Worker(Path(apps), [task], isolate, None if isolate else _scratch_root())
+    try:
+        return w.run({"task": task, "shell": command, "n": 0, "online": online})
+    finally:
+        w.close()

@@ -65,4 +65,6 @@ def live_meta(traj: Any, agent: Any) -> tuple[Any, dict[str, Any]]:
         **({"label_reasons": reasons[:5]} if reasons else {}),
     }
     meta = {**traj.meta, "source_format": "live", "live": live}
-    return replace(traj, meta=meta), {"keep": not reasons, "reasons": reasons[:5]}
+    # The same plan as the synthetic run of that seed and number, but another run: its own id.
+    new_id = "live-" + traj.id.removeprefix("syn-")
+    return replace(traj, id=new_id, meta=meta), {"keep": not reasons, "reasons": reasons[:5]}

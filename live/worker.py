@@ -53,6 +53,47 @@ def _play(rt: Any, job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _shell(rt: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """One command in a fresh container of ``job["task"]`` (its apps started), for tests
+    and for looking at the walls from inside."""
+    import random
+    from datetime import UTC, datetime
+
+    from monsearch.live import isolation
+    from monsearch.live.agent import bound
+    from monsearch.synth.scenario import get_scenario
+    from monsearch.synth.style import STYLES
+
+    task = job["task"]
+    scenario = get_scenario(task)
+    cls = bound(rt)
+    for seed in range(100):  # a run whose internet model is up (or down) as asked
+        agent = cls(STYLES["plain_curl"], random.Random(seed), datetime(2026, 8, 1, tzinfo=UTC))
+        agent.external = scenario.external(agent)
+        if bool(getattr(agent.external, "online", True)) == bool(job.get("online", True)):
+            break
+    agent.flag = scenario.flag
+    scenario.setup(agent)
+    rt.begin(task)
+    try:
+        rt.ensure_started(agent)
+        out = rt.execute(job["shell"], agent.start.timestamp() + 1.0)
+        exchanges, third = rt.take()
+    finally:
+        rt.end()
+        if job.get("isolated"):
+            isolation.fresh_tmp()
+    return {
+        "observation": out.observation,
+        "exit_code": out.exit_code,
+        "timed_out": out.timed_out,
+        "refused": out.refused,
+        "missing": out.missing,
+        "exchanges": exchanges,
+        "third_party": third,
+    }
+
+
 def main() -> None:
     out = sys.stdout
     first = json.loads(sys.stdin.readline() or "{}")
@@ -79,7 +120,7 @@ def main() -> None:
         job = json.loads(line)
         job["isolated"] = isolated
         try:
-            reply = _play(rt, job)
+            reply = _shell(rt, job) if "shell" in job else _play(rt, job)
         except Exception as exc:
             reply = {
                 "n": job.get("n"),

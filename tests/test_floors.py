@@ -31,6 +31,9 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("search", ("monsearch.search",)),
     ("export", ("monsearch.export",)),
     ("synth", ("monsearch.synth",)),
+    # The live corpus plays the synthetic plans against a user's real apps; it reads
+    # views to compare the simulated and the real observation of each step.
+    ("live", ("monsearch.live",)),
     ("local_llm", ("monsearch.local_llm",)),
     ("api", ("monsearch.api",)),
     ("cli", ("monsearch.cli", "monsearch.commands", "monsearch.__main__")),
@@ -52,8 +55,11 @@ FOLDERS = {
     "strategies": "monsearch.strategies",
     "search": "monsearch.search",
     "export": "monsearch.export",
+    "live": "monsearch.live",
 }
-SKIP = ("export/plugin/",)
+#: The plugin's templates, and the live container's own tools (run inside a live
+#: worker's walls under a bare interpreter, never imported by monsearch).
+SKIP = ("export/plugin/", "live/box/")
 
 
 def _modules() -> dict[str, Path]:

@@ -143,6 +143,16 @@ def _print_manifest(console: Console, manifest) -> None:
         from monsearch.synth.rates import describe
 
         console.print(f"rates           {escape(describe(rates))}")
+    gen = (manifest.split_info or {}).get("generator")
+    mix = gen.get("benign_mix") if isinstance(gen, dict) else None
+    if isinstance(mix, dict):
+        from monsearch.corpora.benign_mix import BenignMixError, parse_benign_mix
+
+        try:
+            text = parse_benign_mix(str(mix.get("spec"))).describe()
+        except BenignMixError:
+            text = str(mix.get("spec"))
+        console.print(f"benign mix      {escape(text)}")
 
 
 @click.group()
@@ -744,7 +754,11 @@ def trajectory_cmd(
 
 
 from monsearch.commands.corpus_export import export_cmd  # noqa: E402
+from monsearch.commands.live import fidelity as fidelity_cmd  # noqa: E402
+from monsearch.commands.live import live as live_cmd  # noqa: E402
 from monsearch.commands.synth import synth  # noqa: E402
 
 corpus.add_command(synth)
+corpus.add_command(live_cmd)
+corpus.add_command(fidelity_cmd)
 corpus.add_command(export_cmd)
