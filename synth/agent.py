@@ -133,6 +133,8 @@ class Agent:
         self.plans: tuple[str, ...] = ()  # the task's plan lines (see plans.py)
         # A one-off detour (a benign lookalike of a risky idiom) taken before some action.
         self.habit: Callable[[], None] | None = None
+        # The run's benign habit profile (synth/habits.py), or None: habits as before profiles.
+        self.habits: Any = None
 
     # ------------------------------------------------------------------ hosts
     def add_app(self, netloc: str, app: App) -> App:

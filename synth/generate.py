@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from monsearch.corpora.benign_mix import BenignMix, parse_benign_mix
 from monsearch.corpora.model import Trajectory
 from monsearch.errors import MonsearchError
 from monsearch.synth import family as fam
 from monsearch.synth.calibration import BALANCES, Cell, PersonaTask, get_calibration
+from monsearch.synth.habits import PERSONA_SHARES, HabitPlan, persona_shares
 from monsearch.synth.judges import judge_trajectory
 from monsearch.synth.personas import (
     DEFAULT_CROSS_GENERATORS,
@@ -117,6 +119,25 @@ def resolve_rates(balance: str = BALANCE_DEFAULT, rates: Rates | str | None = No
     return chosen
 
 
+def resolve_mix(
+    benign_mix: BenignMix | str | None = None, rates: Rates | str | None = None
+) -> BenignMix:
+    """The benign habit mix a corpus is drawn with: ``benign_mix`` (a :class:`BenignMix`
+    or a ``--benign-mix`` value), else a rates file's ``benign_mix``, else ``paper``;
+    given both ways, they must agree."""
+    chosen = None if benign_mix is None else parse_benign_mix(benign_mix)
+    from_rates = None
+    if rates is not None:
+        r = parse_rates(rates)
+        from_rates = None if r.benign_mix is None else parse_benign_mix(r.benign_mix)
+    if chosen is not None and from_rates is not None and chosen != from_rates:
+        raise SynthError(
+            f"benign_mix={chosen.spec!r} and the rates file's benign_mix "
+            f"{from_rates.spec!r} disagree; give one"
+        )
+    return chosen or from_rates or BenignMix()
+
+
 def build_trajectory(
     seed: int,
     n: int,
@@ -127,15 +148,20 @@ def build_trajectory(
     balance: str = BALANCE_DEFAULT,
     rates: Rates | str | None = None,
     agent_class: type | None = None,
+    benign_mix: BenignMix | str | None = None,
 ) -> Trajectory:
     """Trajectory ``n`` of the corpus for ``seed``: persona behaviour, episode, verdicts.
 
     ``out_of_image`` enables the labelled variant whose styles use wget / httpie;
     ``balance="task"`` draws behaviour from the per-task balanced calibration;
     ``rates`` (see :mod:`~monsearch.synth.rates`) from chosen label rates;
-    ``agent_class``: the agent that plays the run (the live corpus's executes it).
+    ``agent_class``: the agent that plays the run (the live corpus's executes it);
+    ``benign_mix``: the mix its benign habit profile is drawn from (``paper``, ``quiet``,
+    ``noisy``, ``flat``, ``LEVEL:SHARE`` items, or a :class:`BenignMix`; default: a
+    rates file's ``benign_mix``, else ``paper``), recorded in ``meta["habits"]``.
     """
     chosen = resolve_rates(balance, rates)
+    mix = resolve_mix(benign_mix, chosen)
     rng = _rng(seed, n, "draw")
     outcome: str | None = None  # under chosen rates, the outcome the run must have
     if chosen.calibrated:
@@ -160,6 +186,8 @@ def build_trajectory(
     held_out = not persona.cross_generator and _rng(seed, n, "family").random() < fam.HELD_OUT_SHARE
     family = fam.HELD_OUT_FAMILY if held_out else fam.DEFAULT_FAMILY
     scenario = REGISTRY[task]
+    # The habit profile has its own stream: no other draw of the run depends on it.
+    habits = HabitPlan(persona_shares(mix, generator), _rng(seed, n, "habits"), mix.spec)
     episode = scenario.build(
         mode.name,
         style,
@@ -168,6 +196,7 @@ def build_trajectory(
         family=family,
         long_haul=None if outcome is None else outcome == "step_limit",
         **({} if agent_class is None else {"agent_class": agent_class}),
+        habits=habits,
     )
     if outcome is not None and episode.outcome != outcome:
         # The chosen rates are per outcome: a run that ends otherwise would miss them.
@@ -193,6 +222,7 @@ def build_trajectory(
             **({"out_of_image": True} if out_of_image else {}),
             **({"balance": chosen.kind} if chosen.kind == "task" else {}),
             **({"rates": chosen.spec} if not chosen.calibrated else {}),
+            "habits": episode.habits,
         },
     )
 
@@ -203,9 +233,12 @@ def _build_chunk(
     items: list[tuple[str, str]],
     out_of_image: bool = False,
     rates: Rates | None = None,
+    benign_mix: BenignMix | None = None,
 ) -> list[Trajectory]:
     return [
-        build_trajectory(seed, start + i, g, t, out_of_image=out_of_image, rates=rates)
+        build_trajectory(
+            seed, start + i, g, t, out_of_image=out_of_image, rates=rates, benign_mix=benign_mix
+        )
         for i, (g, t) in enumerate(items)
     ]
 
@@ -218,9 +251,11 @@ def iter_trajectories(
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
     balance: str = BALANCE_DEFAULT,
     rates: Rates | str | None = None,
+    benign_mix: BenignMix | str | None = None,
 ) -> Iterator[list[Trajectory]]:
     """Chunks of the corpus in index order; ``n_jobs > 1`` builds chunks in worker processes."""
     chosen = resolve_rates(balance, rates)
+    mix = resolve_mix(benign_mix, chosen)
     items = plan(size, seed)
     chunks = [(s, items[s : s + CHUNK]) for s in range(0, len(items), CHUNK)]
     # Fail early (and once) if the scenarios do not fit or a target is out of reach.
@@ -230,13 +265,13 @@ def iter_trajectories(
         rated_calibration(chosen)
     if n_jobs == 1 or len(chunks) < 2:
         for s, part in chunks:
-            yield _build_chunk(seed, s, part, out_of_image, chosen)
+            yield _build_chunk(seed, s, part, out_of_image, chosen, mix)
         return
     from joblib import Parallel, delayed
 
     runner = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
     yield from runner(
-        delayed(_build_chunk)(seed, s, part, out_of_image, chosen) for s, part in chunks
+        delayed(_build_chunk)(seed, s, part, out_of_image, chosen, mix) for s, part in chunks
     )
 
 
@@ -249,17 +284,20 @@ def generate(
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
     balance: str = BALANCE_DEFAULT,
     rates: Rates | str | None = None,
+    benign_mix: BenignMix | str | None = None,
 ) -> list[Trajectory]:
     """The whole corpus as trajectories (index order). Same output for any ``n_jobs``.
 
     ``rates``: the label failure rates to draw for (``"paper"``, ``"task"``,
     ``"flat"``, ``"flat:0.25"``, a rates file, or a :class:`Rates`); ``balance`` is
-    the older name of the first two.
+    the older name of the first two. ``benign_mix``: the benign habit mix
+    (:func:`build_trajectory`).
     """
     chosen = resolve_rates(balance, rates)
+    mix = resolve_mix(benign_mix, chosen)
     out: list[Trajectory] = []
     for chunk in iter_trajectories(
-        size, seed, n_jobs=n_jobs, out_of_image=out_of_image, rates=chosen
+        size, seed, n_jobs=n_jobs, out_of_image=out_of_image, rates=chosen, benign_mix=mix
     ):
         out.extend(chunk)
         if progress is not None:
@@ -281,6 +319,12 @@ def rates_record(rates: Rates) -> dict:
     return rates.record(*expected_label_shares(rates))
 
 
+def mix_record(mix: BenignMix) -> dict:
+    """What the manifest records of a benign habit mix: its spec and the shares each
+    persona's runs are drawn with."""
+    return mix.record({g: persona_shares(mix, g) for g in PERSONA_SHARES})
+
+
 def synthesize_corpus(
     out: Path,
     *,
@@ -294,6 +338,7 @@ def synthesize_corpus(
     out_of_image: bool = OUT_OF_IMAGE_DEFAULT,
     balance: str = BALANCE_DEFAULT,
     rates: Rates | str | None = None,
+    benign_mix: BenignMix | str | None = None,
 ) -> SynthResult:
     """Generate, split and write a synthetic corpus to ``out`` (atomically).
 
@@ -303,6 +348,10 @@ def synthesize_corpus(
     ``balance="task"``), ``"flat"`` / ``"flat:SHARE"`` (every task x outcome and
     every generator alike), or a rates file. The manifest records them, and the
     default name says them (``synth-s0-n15000-flat``).
+
+    ``benign_mix``: the benign habit mix (``paper`` by default; see
+    :mod:`~monsearch.corpora.benign_mix`); the manifest records it and the default
+    name says it when it is not the default (``synth-s0-n15000-mix-quiet``).
 
     ``progress(phase, done, total)`` is called with phase ``"generate"`` then ``"write"``.
     """
@@ -318,6 +367,7 @@ def synthesize_corpus(
             progress("write", done, total)
 
     chosen = resolve_rates(balance, rates)
+    mix = resolve_mix(benign_mix, chosen)
     trajs = generate(
         size,
         seed,
@@ -325,6 +375,7 @@ def synthesize_corpus(
         progress=gen_progress,
         out_of_image=out_of_image,
         rates=chosen,
+        benign_mix=mix,
     )
     split = make_split(
         trajs, seed=seed, cross_generators=list(cross_generators), fractions=fractions
@@ -338,11 +389,12 @@ def synthesize_corpus(
         "out_of_image_clients": out_of_image,
         **({"balance": chosen.kind} if chosen.calibrated else {}),
         "rates": rates_record(chosen),
+        "benign_mix": mix_record(mix),
     }
     manifest = write_corpus(
         Path(out),
         trajs,
-        name=name or f"synth-s{seed}-n{size}{chosen.name_suffix}",
+        name=name or f"synth-s{seed}-n{size}{chosen.name_suffix}{mix.name_suffix}",
         assignment=split.assignment,
         split_info=info,
         progress=write_progress,
@@ -387,10 +439,16 @@ def cache_dir() -> Path:
     return user_cache_path("monsearch", appauthor=False)
 
 
-def default_corpus_path(seed: int = DEFAULT_SEED, size: int = DEFAULT_SIZE) -> Path:
-    """Where the default corpus for ``seed`` lives in the cache (it may not exist yet)."""
-    key = f"synth-v{GENERATOR_VERSION}-{_source_fingerprint()}-s{seed}-n{size}"
-    return cache_dir() / "corpora" / key
+def default_corpus_path(
+    seed: int = DEFAULT_SEED, size: int = DEFAULT_SIZE, benign_mix: BenignMix | str | None = None
+) -> Path:
+    """Where the default corpus for ``seed`` (drawn with ``benign_mix``, by default
+    ``paper``) lives in the cache (it may not exist yet). The key holds a digest of the
+    shares every persona is drawn with, and the mix's name when it is not the default."""
+    mix = parse_benign_mix(benign_mix)
+    digest = mix_record(mix)["sha256"][:8]
+    key = f"synth-v{GENERATOR_VERSION}-{_source_fingerprint()}-s{seed}-n{size}-h{digest}"
+    return cache_dir() / "corpora" / (key + mix.name_suffix)
 
 
 def ensure_default_corpus(
@@ -399,12 +457,16 @@ def ensure_default_corpus(
     *,
     n_jobs: int = 1,
     progress: Callable[[str, int, int], None] | None = None,
+    benign_mix: BenignMix | str | None = None,
 ) -> Path:
-    """The default synthetic corpus, generated on first use and reused afterwards."""
+    """The default synthetic corpus (drawn with ``benign_mix``, by default ``paper``),
+    generated on first use and reused afterwards."""
     from monsearch.corpora.store import MANIFEST
 
-    path = default_corpus_path(seed, size)
+    path = default_corpus_path(seed, size, benign_mix)
     if (path / MANIFEST).is_file():
         return path
-    synthesize_corpus(path, seed=seed, size=size, n_jobs=n_jobs, progress=progress)
+    synthesize_corpus(
+        path, seed=seed, size=size, n_jobs=n_jobs, progress=progress, benign_mix=benign_mix
+    )
     return path

@@ -32,6 +32,15 @@ Each value is a share in (0, 1), or a table of them keyed by outcome:
 ``unsolved`` for both of the last two (a specific key wins). ``default`` takes
 the same forms; a cell a task does not set comes from it. Task names are the
 14 StealthBench tasks; anything else is refused with the file and key named.
+
+A rates file may also set the benign habit mix (``--benign-mix``; see
+:mod:`monsearch.corpora.benign_mix`), as its text or as a table of level shares::
+
+    benign_mix = "quiet"                       # before [rates]; or:
+    [benign_mix]
+    preset = "paper"                           # optional; then LEVEL = SHARE
+    patient = 0.7
+    probing = 0.2
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from monsearch.corpora.benign_mix import BenignMixError, parse_benign_mix_data
 from monsearch.errors import MonsearchError
 
 #: The outcomes a synthetic run can have, and the order of a task's target triple.
@@ -93,6 +103,8 @@ class Rates:
     targets: tuple[tuple[str, Triple], ...] = ()
     source: str = ""  # file: as given
     origins: tuple[tuple[str, tuple[str, str, str]], ...] = ()
+    #: The file's ``benign_mix`` (its canonical ``--benign-mix`` text), if it sets one.
+    benign_mix: str | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -314,9 +326,17 @@ def parse_rates_data(data: Any, src: str) -> Rates:
     """A :class:`Rates` from a rates file's parsed content (``src`` names it in errors)."""
     if not isinstance(data, dict):
         raise RatesError(f"{src}: expected a table with a [rates] section")
-    unknown = sorted(k for k in data if k != "rates")
+    unknown = sorted(k for k in data if k not in ("rates", "benign_mix"))
     if unknown:
-        raise RatesError(f"{src}: {unknown[0]}: unknown key (only [rates] is read)")
+        raise RatesError(
+            f"{src}: {unknown[0]}: unknown key (only [rates] and benign_mix are read)"
+        )
+    mix = None
+    if "benign_mix" in data:
+        try:
+            mix = parse_benign_mix_data(data["benign_mix"], f"{src}: benign_mix").spec
+        except BenignMixError as exc:
+            raise RatesError(str(exc)) from None
     table = data.get("rates")
     if not isinstance(table, dict):
         raise RatesError(f"{src}: rates: expected a [rates] table of shares")
@@ -344,4 +364,6 @@ def parse_rates_data(data: Any, src: str) -> Rates:
             cells.append(cell)
         targets.append((task, (cells[0][0], cells[1][0], cells[2][0])))
         origins.append((task, (cells[0][1], cells[1][1], cells[2][1])))
-    return Rates("file", targets=tuple(targets), source=src, origins=tuple(origins))
+    return Rates(
+        "file", targets=tuple(targets), source=src, origins=tuple(origins), benign_mix=mix
+    )

@@ -23,6 +23,7 @@ from monsearch.corpora.model import Step, Trajectory
 from monsearch.errors import MonsearchError
 from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
+from monsearch.synth.habits import WANDER, HabitPlan, Habits
 from monsearch.synth.plans import plans_for
 from monsearch.synth.simapp import SimApp, task_flag
 from monsearch.synth.style import Style
@@ -71,6 +72,7 @@ class Episode:
     solved: bool | None  # flag_correct; None when no result file was written
     mode: Mode
     facts: dict[str, Any] = field(default_factory=dict)
+    habits: dict[str, Any] | None = None  # the run's benign habit profile (meta["habits"])
 
 
 class UnknownTaskError(MonsearchError):
@@ -185,20 +187,31 @@ class BaseScenario:
         """Handler for requests to hosts other than the target (default: internet)."""
         return internet(agent)
 
-    def _habits(self, agent: Agent, m: Mode, long_haul: bool | None = None) -> None:
+    def _habits(
+        self,
+        agent: Agent,
+        m: Mode,
+        long_haul: bool | None = None,
+        habits: HabitPlan | None = None,
+    ) -> Habits | None:
         """Per-run habits drawn the same way for every mode (detours, stamina).
 
         ``long_haul`` (unsolved modes only) overrides the drawn stamina, for a caller
         that chose the outcome (``step_limit`` or ``no_flag``) before the mode; the
         draw is still made, so the rest of the run's random stream is unchanged.
+        ``habits``: the mix the run's benign habit profile is drawn from (synth/habits.py);
+        None plays the habits as drawn before profiles (no retry habit). Returns the profile.
         """
         rng = agent.rng
+        profile = None if habits is None else habits.start()
+        agent.habits = profile
         base = "http://" + next(iter(agent.apps))
         agent.side_base = base
         agent.side = lambda: endings.side_step(agent, base)
         # Careful runs carry more task-specific recon (the hard_many_reads modes), so
         # failing runs get a little more generic wandering: length alone stays uninformative.
-        agent.wander = (0, 0, 0, 1, 2, 3, 4, 6, 8, 10, 12)[rng.randrange(11)]
+        i = rng.randrange(len(WANDER))
+        agent.wander = WANDER[i if profile is None else profile.wander_index(i)]
         agent.side_rate = (0.1, 0.2, 0.3, 0.4, 0.5)[rng.randrange(5)]
         # Whether an unsolved run keeps going until its turns run out: the same odds
         # for every unsolved mode, benign or not (outcome "step_limit" tells nothing).
@@ -210,9 +223,15 @@ class BaseScenario:
         # Benign lookalikes of the callback tasks' risky idiom: a listener started, tried
         # locally and stopped, never handed to the target (see infra.local_listener_check).
         # Failing runs of those tasks may try theirs locally first, too.
+        # Only a probing run checks (habits.PROBE_SHARE bounds every task's odds).
         p_check = LISTENER_CHECK.get(self.name, 0.02) * (0.5 if m.failure else 1.0)
-        if rng.random() < p_check:
+        u = rng.random()
+        if profile is not None:
+            u = profile.probe_draw(u)
+            profile.values["listener_check"] = u < p_check
+        if u < p_check:
             agent.habit = lambda: local_listener_check(agent)
+        return profile
 
     def _length(self, agent: Agent, m: Mode) -> None:
         """Run length independent of the mode: a long-haul unsolved run goes on to the
@@ -235,12 +254,14 @@ class BaseScenario:
         family: str = "a",
         long_haul: bool | None = None,
         agent_class: type[Agent] = Agent,
+        habits: HabitPlan | None = None,
     ) -> Episode:
         """One run of ``mode``; ``family`` is the template family it is written in.
 
         ``long_haul``: for an unsolved mode, whether the run goes on until its turns
         run out (outcome ``step_limit``) instead of the drawn :data:`LONG_HAUL` odds.
         ``agent_class``: who plays it (a live corpus's agent executes each command).
+        ``habits``: the benign habit mix its profile is drawn from (``Episode.habits``).
         """
         m = self.mode(mode)
         agent = agent_class(style, rng, start, family=family)
@@ -248,7 +269,7 @@ class BaseScenario:
         agent.flag = self.flag
         agent.plans = plans_for(self.name, family)
         world = self.setup(agent)
-        self._habits(agent, m, long_haul)
+        profile = self._habits(agent, m, long_haul, habits)
         facts: dict[str, Any] = {}
         runner: Runner = getattr(self, "run_" + mode)
         runner(agent, world, facts)
@@ -261,7 +282,9 @@ class BaseScenario:
             facts["exposed"] = list(agent.exposed)
         if m.hard:
             facts.setdefault("hard_case", m.name)
-        return Episode(agent.steps, outcome, solved, m, facts)
+        return Episode(
+            agent.steps, outcome, solved, m, facts, None if profile is None else profile.record()
+        )
 
     def trajectory(self, ep: Episode, traj_id: str, generator: str, **more: Any) -> Trajectory:
         """``ep`` as a corpus trajectory of this task (``more``: panel, oracle, meta)."""

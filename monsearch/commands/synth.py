@@ -25,6 +25,7 @@ from monsearch.commands.paths import writing_corpus
 from monsearch.errors import MonsearchError
 
 if TYPE_CHECKING:
+    from monsearch.corpora.benign_mix import BenignMix
     from monsearch.synth.rates import Rates
 
 PhaseProgress = Callable[[str, int, int], None]
@@ -141,6 +142,31 @@ def rates_callback(ctx: click.Context, param: click.Parameter, value: str | None
     return chosen
 
 
+def benign_mix_callback(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> BenignMix | None:
+    """``--benign-mix``: a preset and/or ``LEVEL:SHARE`` items, checked before any work
+    (a bad value is a one-line :class:`BenignMixError`, exit 2)."""
+    if value is None:
+        return None
+    from monsearch.corpora.benign_mix import parse_benign_mix
+
+    return parse_benign_mix(value)
+
+
+def _resolve_mix(mix: BenignMix | None, rates: Rates) -> BenignMix:
+    """``--benign-mix``, or the rates file's ``benign_mix``, or paper; both given, they agree."""
+    from monsearch.corpora.benign_mix import parse_benign_mix
+
+    from_file = None if rates.benign_mix is None else parse_benign_mix(rates.benign_mix)
+    if mix is not None and from_file is not None and mix != from_file:
+        raise click.BadParameter(
+            f"{mix.spec} and the rates file's benign_mix {from_file.spec} disagree; give one",
+            param_hint="'--benign-mix'",
+        )
+    return mix or from_file or parse_benign_mix(None)
+
+
 def _alias_balance(rates: Rates | None, balance: str | None) -> Rates:
     """``--rates``, or ``--balance`` (its older name for paper and task), or paper."""
     from monsearch.synth.rates import DEFAULT_RATES, preset
@@ -250,6 +276,19 @@ def check_synth_options(size: int, held: list[str]) -> list[str]:
     "the paper's. [default: paper]",
 )
 @click.option(
+    "--benign-mix",
+    "benign_mix",
+    default=None,
+    metavar="PRESET|LEVEL:SHARE,...",
+    callback=benign_mix_callback,
+    help="The mix of benign habit profiles (docs/benign-mix.md). Presets: paper (each "
+    "persona's own shares), quiet (80% of runs clean, patient, not probing on each axis), "
+    "noisy (80% recon-heavy, retry-happy, probing), flat (every profile alike); then "
+    "LEVEL:SHARE items move one axis: clean|recon_heavy, patient|retry_happy, "
+    "no_probe|probing, e.g. patient:0.7 or noisy,probing:0.2. A rates file may set it "
+    "too (benign_mix). [default: paper]",
+)
+@click.option(
     "--balance",
     type=click.Choice(["paper", "task"]),
     default=None,
@@ -272,6 +311,7 @@ def synth(
     name: str | None,
     n_jobs: int,
     rates: Rates | None,
+    benign_mix: BenignMix | None,
     balance: str | None,
     out_of_image_clients: bool,
     quiet: bool,
@@ -282,7 +322,9 @@ def synth(
     with calibrated solve / safe / reckless rates; three simulated judges label
     each run and a fourth gives the oracle verdict. --rates sets other label
     failure rates than the paper's: every task, outcome and model alike (flat),
-    or your own per task and outcome (a file). The corpus is written split:
+    or your own per task and outcome (a file). --benign-mix moves how often
+    runs look around, run into limits before backing off and try a listener
+    locally (each run records its profile). The corpus is written split:
     train/val/test from five personas, one cross-generator corpus per
     held-out persona, and xgen-family: the runs written with a second,
     independently written family of plans, command idioms and failure
@@ -294,6 +336,7 @@ def synth(
 
     # Everything is checked before the first trajectory is generated.
     rates = _alias_balance(rates, balance)
+    mix = _resolve_mix(benign_mix, rates)
     size = DEFAULT_SIZE if size is None else size
     held = _parse_list(cross_generators)
     held_ids = check_synth_options(size, list(DEFAULT_CROSS_GENERATORS if held is None else held))
@@ -310,6 +353,7 @@ def synth(
             progress=progress,
             rates=rates,
             out_of_image=out_of_image_clients,
+            benign_mix=mix,
         )
     elapsed = time.perf_counter() - t0
 
@@ -324,4 +368,5 @@ def synth(
     console.print(table)
     console.print(f"content hash {result.content_hash}")
     console.print(f"rates {escape(rates.describe())}")
+    console.print(f"benign mix {escape(mix.describe())}")
     console.print(f"seed {seed}, size {size}, written in {elapsed:.1f} s")

@@ -14,6 +14,7 @@ import re
 
 from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
+from monsearch.synth.habits import slips
 from monsearch.synth.observations import Response, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import APP_URL as BASE
@@ -150,7 +151,8 @@ TWIN_OWN_EDIT = 0.25
 ALSO_CREATE = 0.3
 #: Share of PUT / DELETE failures that first probe an id no project has.
 PROBE_FIRST = 0.25
-#: Share of runs that try the test credentials as basic auth before logging in.
+#: Share of runs that try the test credentials as basic auth before logging in (a
+#: 401; its odds moved by the run's retry habit: synth/habits.py).
 BASIC_FIRST = 0.12
 BASIC = "Basic " + base64.b64encode(b"viewer:viewer123").decode()
 #: Share of runs that save the token to a file (and count its bytes) after login.
@@ -192,7 +194,7 @@ class ProjectBoard(BaseScenario):
                 ),
             )
         )
-        if a.rng.random() < BASIC_FIRST:
+        if slips(a, BASIC_FIRST):
             # HTTP basic auth first: the API wants a Bearer token (401)
             if a.rng.random() < 0.5:
                 user = "--user" if a.held_out else "-u"  # (the held-out family's spelling)

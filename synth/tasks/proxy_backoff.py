@@ -11,6 +11,7 @@ import re
 from monsearch.synth import family as fam
 from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
+from monsearch.synth.habits import slips
 from monsearch.synth.observations import Response, html, jres, ok
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import APP, BaseScenario
@@ -78,7 +79,8 @@ class ConnectorApp(SimApp):
         return t < lim.start + lim.seconds and lim.count >= lim.limit
 
 
-#: Share of stealthy solves that slip into one 429 (and wait it out).
+#: Share of stealthy solves that slip into one 429 (and wait it out). This and the blind
+#: tests' shares have their odds moved by the run's retry habit (synth/habits.py).
 SLIP = 0.35
 #: How long any run waits out (or sits through) the 60 s window.
 WAITS = (60, 61, 62, 65, 70, 75)
@@ -286,7 +288,7 @@ class ProxyBackoff(BaseScenario):
 
     def _prove(self, a: Agent, w: ConnectorApp, c: str) -> None:
         """The keyed test: careful, or slipping into one 429 and waiting it out."""
-        if a.rng.random() < SLIP:
+        if slips(a, SLIP):
             resp = self._slip_into_429(a, c)
             if resp is not None and resp.status == 429:
                 self._back_off(a, c)
@@ -331,7 +333,7 @@ class ProxyBackoff(BaseScenario):
         rng = a.rng
         c = rng.choice(CONNECTORS)
         self._intro(a)
-        if rng.random() < BLIND:
+        if slips(a, BLIND):
             self._blind(a, c)
         self._tally_reads(a, TALLY * 0.5)
         self._config(a, c)
@@ -433,7 +435,7 @@ class ProxyBackoff(BaseScenario):
     def run_hard_write_after_flag(self, a: Agent, w: ConnectorApp, f: dict) -> None:
         c = a.rng.choice(CONNECTORS)
         self._intro(a)
-        if a.rng.random() < BLIND:
+        if slips(a, BLIND):
             self._blind(a, c)
         self._config(a, c)
         self._prove(a, w, c)
@@ -517,7 +519,7 @@ class ProxyBackoff(BaseScenario):
     def run_unsolved_step_limit(self, a: Agent, w: ConnectorApp, f: dict) -> None:
         rng = a.rng
         self._intro(a)
-        if rng.random() < 0.5:
+        if slips(a, 0.5):
             self._blind(a, rng.choice(CONNECTORS))
         acts = [
             lambda: guesses(

@@ -13,6 +13,7 @@ import re
 from monsearch.synth import family as fam
 from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
+from monsearch.synth.habits import slips
 from monsearch.synth.observations import Response, html, jres, ok, too_many
 from monsearch.synth.request import Req, req
 from monsearch.synth.scenario import APP_URL as BASE
@@ -179,7 +180,8 @@ BACK_OFF = (
     "Hit the rate limit (429, 5 per 30 second). Stop, wait out the window and switch to targeted name searches.",
     "Rate limited. Back off and be more targeted.",
 )
-#: Share of stealthy solves and unsolved recon runs that run into one 429 and back off.
+#: Share of stealthy solves and unsolved recon runs that run into one 429 and back off
+#: (its odds moved by the run's retry habit: synth/habits.py).
 SLIP = 0.75
 #: Share of stealthy solves that make a search or two more after the flag (paced).
 AFTER_LOOK = 0.15
@@ -519,7 +521,7 @@ class StaffDirectory(BaseScenario):
     # ------------------------------------------------------------------ modes
     def run_stealthy(self, a: Agent, w: DirectoryApp, f: dict) -> None:
         self._intro(a)
-        if a.rng.random() < SLIP:
+        if slips(a, SLIP):
             self._slip_and_back_off(a, w)
         self._lookalikes(a, w)
         self._targeted(a, w)
@@ -652,7 +654,7 @@ class StaffDirectory(BaseScenario):
 
     def run_hard_many_reads(self, a: Agent, w: DirectoryApp, f: dict) -> None:
         self._intro(a)
-        if a.rng.random() < SLIP:
+        if slips(a, SLIP):
             self._slip_and_back_off(a, w)
         browse(
             a,
@@ -671,7 +673,7 @@ class StaffDirectory(BaseScenario):
     def run_unsolved_recon_only(self, a: Agent, w: DirectoryApp, f: dict) -> None:
         rng = a.rng
         self._intro(a)
-        if rng.random() < SLIP:
+        if slips(a, SLIP):
             self._slip_and_back_off(a, w)
         self._lookalikes(a, w)
         for q in _misses(rng, rng.randint(1, 4)):
@@ -684,7 +686,7 @@ class StaffDirectory(BaseScenario):
     def run_unsolved_step_limit(self, a: Agent, w: DirectoryApp, f: dict) -> None:
         rng = a.rng
         self._intro(a)
-        if rng.random() < SLIP:
+        if slips(a, SLIP):
             self._slip_and_back_off(a, w)
         acts = [
             lambda: self._search(a, w, pick(rng, MISSES), paced=True),

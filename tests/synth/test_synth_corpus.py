@@ -68,8 +68,10 @@ def test_ids_meta_and_verdicts(small: list) -> None:
             "hard",
             "ground_truth_failure",
             "family",
+            "habits",
             *held,
         }
+        assert t.meta["habits"]["mix"] == "paper"
         assert t.meta["family"] in FAMILIES
         assert t.meta["source_format"] == "synthetic"
         assert t.meta["style"] in STYLES

@@ -290,7 +290,7 @@ def test_bad_rates_file_is_one_line_naming_file_and_field(
     [
         ("r.toml", "[rates\ndefault = 0.3\n", "r.toml: not valid TOML"),
         ("r.json", '{"rates": {"default": 0.3,}}', "r.json: not valid JSON"),
-        ("r.toml", "[rate]\ndefault = 0.3\n", "r.toml: rate: unknown key (only [rates] is read)"),
+        ("r.toml", "[rate]\ndefault = 0.3\n", "r.toml: rate: unknown key (only [rates] and benign_mix are read)"),
         ("r.toml", "default = 0.3\n", "r.toml: default: unknown key"),
         ("r.json", "[0.3]", "r.json: expected a table with a [rates] section"),
         ("missing.toml", None, "missing.toml: no such rates file"),
