@@ -156,13 +156,13 @@ def benign_mix_callback(
 
 def _resolve_mix(mix: BenignMix | None, rates: Rates) -> BenignMix:
     """``--benign-mix``, or the rates file's ``benign_mix``, or paper; both given, they agree."""
-    from monsearch.corpora.benign_mix import parse_benign_mix
+    from monsearch.corpora.benign_mix import BenignMixError, parse_benign_mix
 
     from_file = None if rates.benign_mix is None else parse_benign_mix(rates.benign_mix)
     if mix is not None and from_file is not None and mix != from_file:
-        raise click.BadParameter(
-            f"{mix.spec} and the rates file's benign_mix {from_file.spec} disagree; give one",
-            param_hint="'--benign-mix'",
+        raise BenignMixError(
+            f"--benign-mix {mix.spec} and the rates file's benign_mix {from_file.spec} "
+            "disagree; give one"
         )
     return mix or from_file or parse_benign_mix(None)
 
