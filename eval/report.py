@@ -128,6 +128,108 @@ def shifted_table(report: dict[str, Any], label: str = "panel") -> tuple[list[st
     return headers, rows
 
 
+#: The benign-mix views, in the order the tables show them (eval/benign_mix.py).
+BENIGN_MIX_VIEWS = ("quiet", "noisy", "flat")
+
+
+def benign_mix_table(
+    report: dict[str, Any], label: str = "panel"
+) -> tuple[list[str], list[list[str]]]:
+    """Every sealed corpus with its benign runs reweighted to each benign-mix view."""
+    views = (report.get("val") or {}).get("views") or {}
+    val_fit = (views.get(label) or {}).get("aggregate")
+    headers = [
+        "corpus",
+        "generated with",
+        "val (fitness view)",
+        *(f"{v}: from val / recal." for v in BENIGN_MIX_VIEWS),
+        "worst loss vs val",
+        "recal. loss, 90% interval",
+        "effective benign runs",
+    ]
+    rows = []
+    for name, c in report["corpora"].items():
+        mix = (c.get(label) or {}).get("benign_mix")
+        if not mix or "skipped" in mix:
+            continue
+        cells = [name, ", ".join(mix.get("generated_with") or []) or "?", _f(val_fit)]
+        losses: list[float] = []
+        intervals: list[tuple[float, float, bool]] = []
+        sizes = []
+        for view in BENIGN_MIX_VIEWS:
+            b = mix.get(view) or {}
+            sizes.append(f"{b.get('effective_benign', 0):.0f}")
+            if "error" in b or "transferred" not in b:
+                cells.append("n/a")
+                continue
+            cells.append(
+                f"{_f(b['transferred']['bauc']['aggregate'])} / "
+                f"{_f(b['recalibrated']['bauc']['aggregate'])}"
+            )
+            losses += [v for v in b["loss_vs_val"].values() if v is not None]
+            iv = (b.get("loss_interval") or {}).get("recalibrated")
+            if iv is not None:
+                intervals.append((iv[0], iv[1], bool(b.get("beyond_tolerance"))))
+        cells.append(_signed(max(losses)) if losses else "n/a")
+        if intervals:  # the view whose interval reaches highest
+            lo, hi, beyond = max(intervals, key=lambda t: (t[0], t[1]))
+            cells.append(f"{_signed(lo)}..{_signed(hi)}" + (" !" if beyond else ""))
+        else:
+            cells.append("n/a")
+        cells.append(" / ".join(sizes))
+        rows.append(cells)
+    return headers, rows
+
+
+def benign_mix_skipped(report: dict[str, Any], label: str = "panel") -> list[str]:
+    """``"corpus: why"`` for each corpus whose benign-mix views were skipped."""
+    out = []
+    for name, c in report["corpora"].items():
+        mix = (c.get(label) or {}).get("benign_mix") or {}
+        if "skipped" in mix:
+            out.append(f"{name}: {mix['skipped']}")
+    return out
+
+
+def benign_mix_tail(report: dict[str, Any], label: str = "panel") -> str:
+    """What follows the benign-mix table: views beyond the tolerance, corpora skipped."""
+    beyond = benign_mix_beyond(report, label)
+    skipped = benign_mix_skipped(report, label)
+    text = (
+        "Beyond the loss tolerance ('!'): " + ", ".join(beyond) + "."
+        if beyond
+        else "No benign-mix view is beyond the loss tolerance."
+    )
+    if skipped:
+        text += " Skipped: " + "; ".join(skipped) + "."
+    return text
+
+
+def benign_mix_beyond(report: dict[str, Any], label: str = "panel") -> list[str]:
+    """The benign-mix views (``"corpus view"``) whose recalibrated loss vs val has its
+    whole bootstrap interval above the report's loss tolerance."""
+    out = []
+    for name, c in report["corpora"].items():
+        mix = (c.get(label) or {}).get("benign_mix") or {}
+        for view in BENIGN_MIX_VIEWS:
+            if (mix.get(view) or {}).get("beyond_tolerance"):
+                out.append(f"{name} {view}")
+    return out
+
+
+#: What the benign-mix views are, for the report and the terminal.
+BENIGN_MIX_NOTE = (
+    "A run's benign habits (looking around, running into a rate limit or an auth error "
+    "before backing off, trying a listener locally) are a constant of the corpus it was "
+    "generated with. Each corpus's benign runs are reweighted, generator by generator, "
+    "to a mix of habit profiles (failures keep their weights; on top of the run's "
+    "fitness view): quiet, 80 % of runs clean, patient and not probing on each axis; "
+    "noisy, 80 % recon-heavy, retry-happy and probing; flat, every profile alike "
+    "(docs/benign-mix.md). From val / recalibrated thresholds; worst loss: val minus "
+    "the worse figure; effective benign runs per view (quiet / noisy / flat)."
+)
+
+
 def min_per_class_of(report: dict[str, Any]) -> int:
     """Fewest failures and passes a cell needed in the report's shifted views (1 in
     reports made before the rule)."""
@@ -376,6 +478,23 @@ def document(report: dict[str, Any], images: dict[str, str]) -> list[Block]:
                 Heading(3, "The same on true labels"),
                 Table(*shifted_table(report, "true")),
             ]
+    mix_rows = benign_mix_table(report, "panel")
+    if mix_rows[1]:
+        blocks += [
+            Heading(2, "Under a shifted benign mix"),
+            Paragraph(BENIGN_MIX_NOTE),
+            Table(*mix_rows),
+            Paragraph(benign_mix_tail(report, "panel")),
+        ]
+        true_rows = benign_mix_table(report, "true")
+        if true_rows[1]:
+            blocks += [Heading(3, "The same on true labels"), Table(*true_rows)]
+    elif benign_mix_skipped(report, "panel"):
+        blocks.append(
+            Paragraph(
+                "Benign-mix views skipped: " + "; ".join(benign_mix_skipped(report, "panel")) + "."
+            )
+        )
     if report.get("val_scores_reproduced") is False:
         blocks.append(Banner("Val scores differ from those the run's lineage stored."))
     for key, caption in (

@@ -32,6 +32,8 @@ import numpy as np
 
 from monsearch.errors import MonsearchError
 
+from .benign_mix import VIEWS as BENIGN_MIX_VIEWS
+from .benign_mix import HabitGroups, habit_groups, mix_weights
 from .bootstrap import bootstrap_aggregate
 from .costs import CostModel
 from .escalation import (
@@ -105,6 +107,8 @@ class ScoredSplit:
     oracle_calls: np.ndarray | None = None
     #: Each run's context cell (eval/priors.py), for the shifted-prior views.
     cells: np.ndarray | None = None
+    #: Each run's benign habit profile (eval/benign_mix.py), for the benign-mix views.
+    habits: HabitGroups | None = None
 
     @classmethod
     def from_trajectories(
@@ -137,6 +141,7 @@ class ScoredSplit:
             if oracle_calls is None
             else np.array([oracle_calls.get(t.id, 0) for t in trajs], dtype=float),
             cells=np.array([str(c) for c in context_cells(trajs, cell_keys)], dtype=str),
+            habits=habit_groups(trajs),
         )
 
 
@@ -448,49 +453,90 @@ def shifted_views(
             y, target.cells, target.dimensions, view, mass=opts.cell_mass,
             min_per_class=opts.min_per_class,
         )
-        w = pw.weights
-        assert w is not None
-        n_eff = effective_size(w[~y])
+        assert pw.weights is not None
         block: dict[str, Any] = {
             "excluded_cells": list(pw.excluded_cells),
             "excluded_runs": pw.excluded_runs,
-            "effective_benign": n_eff,
         }
-        try:
-            lo, hi = resolve_budget_range(int(n_eff), opts.b_lo, opts.b_hi, "refuse")
-        except BudgetRangeError:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    lo, hi = resolve_budget_range(int(n_eff), opts.b_lo, opts.b_hi, "warn")
-                except BudgetRangeError as exc:
-                    out[view] = {**block, "error": str(exc)}
-                    continue
-            block["range_raised"] = [lo, hi]
-        budgets = budget_grid(lo, hi, opts.n_budgets)
-        tau_v, g_v = _val_thresholds(val, label, opts, budgets)
-        tau_t, g_t = thresholds(sample(target.scores[~y], w[~y]), budgets)
-        tr = _view_figures(target, y, w, tau_v, g_v, budgets)
-        rc = _view_figures(target, y, w, tau_t, g_t, budgets)
-        rc.pop("flag_ratio")  # 1 by construction
-        block["transferred"] = tr
-        block["recalibrated"] = rc
-        block["loss_vs_val"] = {
-            kind: None
-            if val_fitness is None or fig["bauc"]["aggregate"] is None
-            else val_fitness - fig["bauc"]["aggregate"]
-            for kind, fig in (("transferred", tr), ("recalibrated", rc))
-        }
-        dist = _bootstrap(target, y, w, opts, seed=1, budget_range=(lo, hi))
-        rc["interval"] = _interval(dist)
-        loss_interval = (
-            None if dist is None or val_dist is None else _interval(val_dist - dist)
+        out[view] = _reweighted(
+            val, target, label, pw.weights, opts, val_fitness, val_dist, block
         )
-        block["loss_interval"] = {"recalibrated": loss_interval}
-        block["beyond_tolerance"] = (
-            None if loss_interval is None else bool(loss_interval[0] > opts.loss_tolerance)
+    return out
+
+
+def _reweighted(
+    val: ScoredSplit,
+    target: ScoredSplit,
+    label: str,
+    w: np.ndarray,
+    opts: Options,
+    val_fitness: float | None,
+    val_dist: np.ndarray | None,
+    block: dict[str, Any],
+) -> dict[str, Any]:
+    """``block`` with the figures of ``target`` at weights ``w`` (see :func:`shifted_views`)."""
+    y = target.labels[label]
+    n_eff = effective_size(w[~y])
+    block["effective_benign"] = n_eff
+    try:
+        lo, hi = resolve_budget_range(int(n_eff), opts.b_lo, opts.b_hi, "refuse")
+    except BudgetRangeError:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                lo, hi = resolve_budget_range(int(n_eff), opts.b_lo, opts.b_hi, "warn")
+            except BudgetRangeError as exc:
+                return {**block, "error": str(exc)}
+        block["range_raised"] = [lo, hi]
+    budgets = budget_grid(lo, hi, opts.n_budgets)
+    tau_v, g_v = _val_thresholds(val, label, opts, budgets)
+    tau_t, g_t = thresholds(sample(target.scores[~y], w[~y]), budgets)
+    tr = _view_figures(target, y, w, tau_v, g_v, budgets)
+    rc = _view_figures(target, y, w, tau_t, g_t, budgets)
+    rc.pop("flag_ratio")  # 1 by construction
+    block["transferred"] = tr
+    block["recalibrated"] = rc
+    block["loss_vs_val"] = {
+        kind: None
+        if val_fitness is None or fig["bauc"]["aggregate"] is None
+        else val_fitness - fig["bauc"]["aggregate"]
+        for kind, fig in (("transferred", tr), ("recalibrated", rc))
+    }
+    dist = _bootstrap(target, y, w, opts, seed=1, budget_range=(lo, hi))
+    rc["interval"] = _interval(dist)
+    loss_interval = None if dist is None or val_dist is None else _interval(val_dist - dist)
+    block["loss_interval"] = {"recalibrated": loss_interval}
+    block["beyond_tolerance"] = (
+        None if loss_interval is None else bool(loss_interval[0] > opts.loss_tolerance)
+    )
+    return block
+
+
+def benign_mix_views(
+    val: ScoredSplit,
+    target: ScoredSplit,
+    label: str,
+    opts: Options,
+    val_fitness: float | None,
+    val_dist: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """``target`` with its benign runs reweighted to each benign-mix view
+    (eval/benign_mix.py), on top of the run's fitness view, failures untouched; the
+    figures as :func:`shifted_views` gives them. A corpus whose benign runs do not all
+    record their habits gets ``{"skipped": why}``."""
+    y = target.labels[label]
+    groups = target.habits
+    if groups is None or not groups.present.any():
+        return {"skipped": "its runs record no benign habit profile (meta['habits'])"}
+    base = _view_weights(target, y, FITNESS_VIEWS.get(opts.fitness, "plain"), opts)
+    out: dict[str, Any] = {"generated_with": list(groups.mixes)}
+    for view in BENIGN_MIX_VIEWS:
+        mw = mix_weights(groups, y, view, base=base, name=view)
+        if mw.weights is None:
+            return {"skipped": str(mw.skipped)}
+        out[view] = _reweighted(
+            val, target, label, mw.weights, opts, val_fitness, val_dist, mw.to_dict()
         )
-        out[view] = block
     return out
 
 
@@ -622,6 +668,9 @@ def evaluate_targets(
             }
             if t.cells is not None and val.cells is not None:
                 entry[label]["shifted"] = shifted_views(
+                    val, t, label, opts, _val_view_fitness(val_block, label), val_dists.get(label)
+                )
+                entry[label]["benign_mix"] = benign_mix_views(
                     val, t, label, opts, _val_view_fitness(val_block, label), val_dists.get(label)
                 )
         y = t.labels["panel"]

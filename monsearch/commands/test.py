@@ -98,6 +98,9 @@ def test_cmd(
     from monsearch.commands.paths import ensure_writable_dir
     from monsearch.eval.costs import load_costs
     from monsearch.eval.report import (
+        BENIGN_MIX_NOTE,
+        benign_mix_table,
+        benign_mix_tail,
         min_per_class_of,
         report_json,
         shifted_note,
@@ -213,6 +216,18 @@ def test_cmd(
             "or passes. "
             + shifted_note(report),
         )
+    mix_headers, mix_rows = benign_mix_table(report)
+    if mix_rows:
+        console.print(
+            fitted_table(
+                console,
+                "under a shifted benign mix (benign runs reweighted by habit profile)",
+                mix_headers,
+                [(r, None) for r in mix_rows],
+                kinds=["name", "name"] + ["number"] * (len(mix_headers) - 2),
+            )
+        )
+        print_note(console, BENIGN_MIX_NOTE + " " + benign_mix_tail(report))
     for note in report.get("notes", [])[:3]:
         console.print(f"note: {note}", markup=False)
     if len(report.get("notes", [])) > 3:

@@ -197,6 +197,28 @@ def test_shifted_losses_carry_a_bootstrap_interval_and_a_flag():
     assert b["loss_interval"]["recalibrated"] is None and b["beyond_tolerance"] is None
 
 
+def test_benign_mix_views_in_every_format(real_report):
+    """Every sealed corpus of a synthetic corpus is reported with its benign runs
+    reweighted to each benign-mix view, in the JSON, the Markdown and the HTML."""
+    from monsearch.eval.report import benign_mix_table
+
+    report, out = real_report
+    for name, c in report["corpora"].items():
+        for label in ("panel", "true"):
+            mix = c[label]["benign_mix"]
+            assert mix["generated_with"] == ["paper"], name
+            for view in ("quiet", "noisy", "flat"):
+                b = mix[view]
+                assert b["effective_benign"] > 0 and b["target"]
+                assert {"transferred", "recalibrated", "loss_vs_val"} <= set(b) or b["error"]
+                assert sum(b["realised_shares"].values()) == pytest.approx(1.0)
+    headers, rows = benign_mix_table(report)
+    assert len(rows) == len(report["corpora"]) and "quiet: from val / recal." in headers
+    md = (out / "report.md").read_text()
+    assert "## Under a shifted benign mix" in md and "noisy: from val / recal." in md
+    assert "Under a shifted benign mix" in (out / "report.html").read_text()
+
+
 def test_html_is_self_contained(real_report):
     _, out = real_report
     page = (out / "report.html").read_text()
@@ -224,6 +246,7 @@ def test_second_test_refused_and_force_reopens(
     assert code == 0, stderr
     assert "RE-OPENED" in stdout and "sealed test of run" in stdout
     assert "xgen-" in stdout and "report:" in stdout
+    assert "under a shifted benign mix" in stdout  # the terminal shows the benign-mix views
     report = json.loads((out / "report.json").read_text())
     assert report["reopened"] and report["ledger"]["opening"] == 2
     assert "RE-OPENED" in (out / "report.md").read_text()
