@@ -17,7 +17,9 @@ rates would have said.
 Statuses: ``ok``; ``infeasible`` (over the oracle cap: metrics still reported);
 ``not_estimable`` (no failures, or a benign set too small for the budget range
 under ``on_small="refuse"``); ``failed`` (the candidate did not score: a sandbox
-status other than ok). Anything but ``ok`` has fitness 0.
+status other than ok); ``regressed`` (over several sources: a group or a failure
+dimension fell below the run's seeds by more than the guard allows, eval/sources.py).
+Anything but ``ok`` has fitness 0.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from .metrics import B_HI, B_LO, N_BUDGETS, RECALL_BUDGETS, BudgetRangeError, On
 from .priors import FITNESS_VIEWS, prior_weights
 from .summary import Metrics, compute_metrics
 
-STATUSES = ("ok", "infeasible", "not_estimable", "failed")
+STATUSES = ("ok", "infeasible", "not_estimable", "failed", "regressed")
 # Mean calls within this of the cap are within it (float noise in the division).
 _RHO_EPS = 1e-12
 
@@ -89,6 +91,9 @@ class Fitness:
     metrics_true_plain: Metrics | None = None
     #: What the view's weights left out (pure cells) and how many cells it had.
     priors: dict[str, Any] | None = None
+    #: Over several sources (eval/sources.py): each group's fitness, per-dimension
+    #: budget-AUC and size, and the guard's verdict (None with one source).
+    groups: dict[str, Any] | None = None
 
     @property
     def plain_fitness(self) -> float | None:
@@ -126,6 +131,7 @@ class Fitness:
             if self.metrics_true_plain is None
             else self.metrics_true_plain.to_dict(),
             "priors": self.priors,
+            **({"groups": self.groups} if self.groups is not None else {}),
         }
 
     @classmethod
@@ -145,6 +151,7 @@ class Fitness:
             metrics_plain=_metrics_or_none(d.get("metrics_plain")),
             metrics_true_plain=_metrics_or_none(d.get("metrics_true_plain")),
             priors=d.get("priors"),
+            groups=d.get("groups"),
         )
 
 

@@ -121,6 +121,12 @@ class EvolveConfig:
     #: None: the embedded default corpus (``corpus_default`` says which).
     corpus_path: str | None = None
     corpus_default: dict[str, int] = field(default_factory=lambda: _default_corpus())
+    #: More corpora the run searches on beside its corpus (eval/sources.py: each one a
+    #: group whose fitness counts and is guarded), as folders.
+    sources: tuple[str, ...] = ()
+    #: "auto": a run on the default corpus also searches on the configured live corpus
+    #: (``monsearch corpus live``), when one is; "off": never.
+    live_source: str = "auto"
     seeds: tuple[str, ...] = ("baseline", "stronger")
     proposers: tuple[ProposerSpec, ...] = (ProposerSpec("offline"),)
     llm: dict[str, Any] = field(default_factory=dict)
@@ -142,6 +148,7 @@ class EvolveConfig:
         d = asdict(self)
         d["evaluation"] = self.evaluation.to_dict()
         d["seeds"] = list(self.seeds)
+        d["sources"] = list(self.sources)
         d["proposers"] = [asdict(p) for p in self.proposers]
         return d
 
@@ -247,7 +254,7 @@ def _build(cls: type, d: Any, where: str) -> Any:
             if not isinstance(value, list):
                 raise ConfigError(f"{where}: proposers must be a list of tables")
             kwargs[key] = tuple(_build(ProposerSpec, p, f"{where}: proposers") for p in value)
-        elif key in ("seeds", "cells") and isinstance(value, (list, tuple)):
+        elif key in ("seeds", "cells", "sources") and isinstance(value, (list, tuple)):
             kwargs[key] = tuple(value)
         else:
             kwargs[key] = value
@@ -290,6 +297,14 @@ def _top_problems(cfg: EvolveConfig) -> list[str]:
                            ("scheduler", True)):  # fmt: skip
         problem = rules.text_problem(name, getattr(cfg, name), optional=optional)
         problems += [problem] if problem else []
+    if cfg.live_source not in ("auto", "off"):
+        problems.append(f"live_source {cfg.live_source!r}: 'auto' or 'off'")
+    if not isinstance(cfg.sources, tuple | list):
+        problems.append(f"sources {cfg.sources!r}: expected a list of corpus folders")
+    else:
+        for i, src in enumerate(cfg.sources):
+            problem = rules.text_problem(f"sources[{i}]", src)
+            problems += [problem] if problem else []
     if not isinstance(cfg.seeds, tuple | list):
         problems.append(f"seeds {cfg.seeds!r}: expected a list of seed names or files")
     else:

@@ -608,6 +608,17 @@ def wire_answer(
     child, band_note = _keep_band(child, source, parent_scores, context, y)
     if band_note is not None:
         source = render(child)
+    if task.kind == "rewrite":
+        from monsearch.search.operators import dimensions_lost, parent_train_scores
+
+        # No edit may remove the last detector of a failure dimension (docs/DESIGN.md).
+        lost = dimensions_lost(parent_scores, parent_train_scores(child, context), context)
+        if lost:
+            raise DetectorError(
+                f"with this rewrite of {name} the monitor no longer catches "
+                f"{', '.join(lost)} on the training runs, which {name} caught: keep what it "
+                "caught and add to it"
+            )
     verb = "rewrote" if task.kind == "rewrite" else "added"
     description = (
         f"{verb} detector {name} (train: fires on {f_hits} failures / {p_hits} passes), "

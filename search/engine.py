@@ -361,6 +361,11 @@ class Search:
             self._start(pending[-1])
             seq += 1
         self._finish(pending, replay)
+        # Over several sources, later candidates are held to the seeds (eval/sources.py).
+        seed_ids = [f"c{i:05d}" for i in range(min(len(seeds), cfg.budget))]
+        set_reference = getattr(self.evaluator, "set_reference", None)
+        if set_reference is not None:
+            set_reference([self.records[i].fitness_json for i in seed_ids if i in self.records])
         while seq < cfg.budget:
             if self.stop:
                 return "interrupted", self.stop.reason or "stopped"
@@ -729,7 +734,14 @@ class Search:
         ok = sorted(
             (r for r in self.records.values() if r.ok and r.source),
             key=lambda r: (-r.fitness, r.seq),
-        )[: max(1, self.cfg.evaluation.select_top)]
+        )
+        # Over several sources, candidates at least the best seed's fitness in every
+        # group come first (eval/sources.py): the frozen strategy holds up everywhere.
+        from monsearch.eval.sources import holds_up
+
+        reference = getattr(self.evaluator, "reference", None)
+        holding = [r for r in ok if holds_up(reference, r.fitness_json)]
+        ok = (holding or ok)[: max(1, self.cfg.evaluation.select_top)]
         if not ok:
             return None
         ranked = []
@@ -760,7 +772,13 @@ class Search:
             evaluation=config.get("evaluation", {}),
             selection={
                 "rule": "highest 5th percentile of a paired, stratified bootstrap of the val "
-                "aggregate budget-AUC among the top candidates by point fitness",
+                "aggregate budget-AUC among the top candidates by point fitness"
+                + (
+                    " (over several sources: among those at least the best seed's "
+                    "fitness in every group, where there are any)"
+                    if reference is not None
+                    else ""
+                ),
                 "n_boot": self.cfg.evaluation.n_boot,
                 "considered": [
                     {"id": r.id, "fitness": f, "fitness_low": lo} for lo, f, _, r, _ in ranked

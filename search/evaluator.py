@@ -86,10 +86,18 @@ class _Truth:
     all_dimensions: list[str]
     #: Each run's context cell (eval/priors.py): what the invariant fitness weighs by.
     cells: np.ndarray
+    #: The sources the runs come from (eval/sources.py): one group each; empty or one
+    #: group means one source.
+    groups: tuple[Any, ...] = ()
 
 
-def _truth_of(trajs: Sequence[Any], cell_keys: Sequence[str] = ("task", "outcome")) -> _Truth:
+def _truth_of(
+    trajs: Sequence[Any],
+    cell_keys: Sequence[str] = ("task", "outcome"),
+    group_of: Mapping[str, str] | None = None,
+) -> _Truth:
     from monsearch.eval.priors import context_cells
+    from monsearch.eval.sources import groups_of
 
     dims = np.asarray([t.dimension.value for t in trajs])
     y = np.asarray([t.label.is_failure for t in trajs], dtype=bool)
@@ -105,6 +113,7 @@ def _truth_of(trajs: Sequence[Any], cell_keys: Sequence[str] = ("task", "outcome
         has_truth=all(v is not None for v in truth),
         all_dimensions=sorted({str(d) for d in dims}),
         cells=cells,
+        groups=tuple(groups_of([group_of.get(t.id, "") for t in trajs])) if group_of else (),
     )
 
 
@@ -117,6 +126,7 @@ def _fitness_of(
     n_boot: int = 0,
     seed: int = 0,
     with_truth: bool = True,
+    reference: Any = None,
 ) -> Fitness:
     y, dims, truth = known.y, known.dims, known.truth
     counts = oracle.get("counts") or {}
@@ -125,7 +135,7 @@ def _fitness_of(
     with warnings.catch_warnings():
         # A raised budget range is recorded in the metrics; no need to print it per candidate.
         warnings.simplefilter("ignore")
-        return evaluate_fitness(
+        pooled = evaluate_fitness(
             scores,
             y,
             dims,
@@ -146,6 +156,24 @@ def _fitness_of(
             view=cfg.fitness,
             mass=cfg.cell_mass,
         )
+        if len(known.groups) < 2:
+            return pooled
+        from monsearch.eval.sources import group_fitness
+
+        has_truth = with_truth and known.has_truth
+
+        def one_group(index: np.ndarray) -> Fitness:
+            # The spend was judged on the pooled split; each group only scores.
+            return evaluate_fitness(
+                scores[index], y[index], dims[index], split=split,
+                true_failure=[truth[i] for i in index] if has_truth else None,
+                b_lo=cfg.b_lo, b_hi=cfg.b_hi, n_budgets=cfg.n_budgets,
+                on_small=cfg.on_small,  # type: ignore[arg-type]
+                all_dimensions=known.all_dimensions, n_boot=n_boot, seed=seed,
+                cells=known.cells[index], view=cfg.fitness, mass=cfg.cell_mass,
+            )  # fmt: skip
+
+        return group_fitness(pooled, known.groups, one_group, reference=reference)
 
 
 def _artifacts(result: Any) -> dict[str, Any]:
@@ -177,6 +205,7 @@ class SearchEvaluator:
         identity: Callable[[str], str | None] | None = None,
         progress: Callable[[str, int, int], None] | None = None,
         val_pool_factory: Callable[..., Any] | None = None,
+        group_of: Mapping[str, str] | None = None,
     ) -> None:
         from monsearch.sandbox.evaluate import SandboxPool
 
@@ -190,14 +219,21 @@ class SearchEvaluator:
         )
         #: What the tuner scores constants on: a smaller subset, for speed.
         self.tune_train = stratified_subset(pool, train_subset, seed)
-        self._val_truth = _truth_of(self.val, cfg.cells)
-        self._tune_truth = _truth_of(self.tune_train, cfg.cells)
+        #: Trajectory id -> the source it came from (eval/sources.py), for a run on
+        #: several sources; None for one.
+        self.group_of = dict(group_of) if group_of else None
+        #: What the guard holds candidates to (the seeds' best; see set_reference).
+        self.reference: Any = None
+        self._val_truth = _truth_of(self.val, cfg.cells, self.group_of)
+        self._tune_truth = _truth_of(self.tune_train, cfg.cells, self.group_of)
         # The proposers' runs the tuner never saw: where a tuning is confirmed.
         tuned_ids = {t.id for t in self.tune_train}
         self._held_out = np.asarray(
             [i for i, t in enumerate(self.train) if t.id not in tuned_ids], dtype=np.int64
         )
-        self._held_out_truth = _truth_of([self.train[i] for i in self._held_out], cfg.cells)
+        self._held_out_truth = _truth_of(
+            [self.train[i] for i in self._held_out], cfg.cells, self.group_of
+        )
         # The val pool is the one place candidates are scored for fitness: a backend
         # (e.g. Dask) may replace it, with the same evaluate_many / close interface.
         #: Whether evaluate_val may be called from several threads at once (the local
@@ -280,7 +316,10 @@ class SearchEvaluator:
         for result in results:
             if result.ok and result.scores is not None:
                 scores = np.asarray(result.scores, dtype=np.float64)
-                fitness = _fitness_of(self._val_truth, scores, result.oracle or {}, self.cfg, "val")
+                fitness = _fitness_of(
+                    self._val_truth, scores, result.oracle or {}, self.cfg, "val",
+                    reference=self.reference,
+                )  # fmt: skip
             else:
                 scores = None
                 fitness = Fitness.failed(result.status, result.message, split="val")
@@ -289,6 +328,20 @@ class SearchEvaluator:
         for e in out:
             e.wall_s = e.wall_s or elapsed / len(out)
         return out
+
+    @property
+    def groups(self) -> list[str]:
+        """The val groups (sources) this run is scored on; empty for one source."""
+        return [g.name for g in self._val_truth.groups]
+
+    def set_reference(self, seed_fitness: Sequence[Mapping[str, Any] | None]) -> None:
+        """Hold later candidates to the seeds' best per group and dimension
+        (eval/sources.py's guard), from the seeds' fitness records."""
+        from monsearch.eval.sources import Reference
+
+        if len(self._val_truth.groups) < 2:
+            return
+        self.reference = Reference.best_of(list(seed_fitness))
 
     def val_fitness_with_bootstrap(self, scores: np.ndarray, seed: int) -> Fitness:
         """The val fitness of stored scores with the bootstrap's lower bound (selection)."""

@@ -204,14 +204,52 @@ def _prune_params(program: Program) -> Program:
     return program.without_params({k for k, _ in program.params if k not in keep})
 
 
+#: A failure dimension the program catches on train (budget-AUC at least this), and the
+#: share of it a removal may cost before the removed detector counts as its last one.
+CATCHES = 0.05
+KEEPS = 0.5
+#: Detectors a removal tries (each checked on train) before it gives up.
+REMOVAL_TRIES = 3
+
+
+def dimensions_lost(
+    parent: np.ndarray | None, child: np.ndarray | None, context: Any
+) -> list[str]:
+    """The failure dimensions the parent catches on train that the child no longer does
+    (budget-AUC down to under :data:`KEEPS` of the parent's): what removing the last
+    detector of a rubric dimension looks like, measured rather than named."""
+    if parent is None or child is None or context is None:
+        return []
+    labels = np.asarray(context.train.labels, dtype=bool)
+    dims = np.asarray(context.train.dimensions)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before = bauc_by_dimension(parent, labels, dims).by_dimension
+        after = bauc_by_dimension(child, labels, dims).by_dimension
+    return sorted(
+        d for d, v in before.items()
+        if v is not None and v >= CATCHES and (after.get(d) or 0.0) < KEEPS * v
+    )  # fmt: skip
+
+
 def op_remove_detector(program: Program, rng: random.Random, context: Any = None) -> Result:
-    """Drop one detector (and the params only it used)."""
+    """Drop one detector (and the params only it used); never the last detector of a
+    failure dimension the program catches on train (:func:`dimensions_lost`)."""
     if len(program.detectors) <= 1:
         return None
-    i = rng.randrange(len(program.detectors))
-    gone = program.detectors[i]
-    child = replace(program, detectors=program.detectors[:i] + program.detectors[i + 1 :])
-    return _prune_params(_prune_definitions(child)), f"remove detector {gone.name}"
+    order = list(range(len(program.detectors)))
+    rng.shuffle(order)
+    parent_scores = parent_train_scores(program, context)
+    for i in order[:REMOVAL_TRIES]:
+        gone = program.detectors[i]
+        child = replace(program, detectors=program.detectors[:i] + program.detectors[i + 1 :])
+        child = _prune_params(_prune_definitions(child))
+        if parent_scores is not None and dimensions_lost(
+            parent_scores, parent_train_scores(child, context), context
+        ):
+            continue
+        return child, f"remove detector {gone.name}"
+    return None
 
 
 def _prune_definitions(program: Program) -> Program:

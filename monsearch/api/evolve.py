@@ -16,6 +16,7 @@ import platform
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,53 @@ def open_corpus(cfg: EvolveConfig, progress: Callable[[str], None] | None = None
             "monsearch corpus split)"
         )
     return corp, path
+
+
+def resolve_live_source(cfg: EvolveConfig) -> tuple[EvolveConfig, str]:
+    """A new run's sources, with the configured live corpus added where ``live_source``
+    is ``auto`` and the run is on the default corpus (and what to say about it)."""
+    from dataclasses import replace
+
+    if cfg.corpus_path or cfg.sources or cfg.live_source != "auto":
+        if cfg.sources:
+            return cfg, f"searching on {1 + len(cfg.sources)} sources"
+        return cfg, "searching on one source only"
+    from .live import configured_live_corpus
+
+    live = configured_live_corpus()
+    if live is None:
+        return replace(cfg, live_source="off"), (
+            "one source only (the synthetic corpus): run `monsearch corpus live --apps DIR` "
+            "once to search on runs of the real apps too"
+        )
+    return replace(cfg, sources=(str(live),), live_source="off"), (
+        f"searching on two sources: the synthetic corpus and the live corpus {live}"
+    )
+
+
+def open_sources(
+    cfg: EvolveConfig, progress: Callable[[str], None] | None = None
+) -> list[tuple[str, Any, Path]]:
+    """The run's extra sources (train and val of each), named for their groups."""
+    from monsearch.corpora.sealed import open_for_search
+    from monsearch.corpora.store import read_manifest
+
+    out: list[tuple[str, Any, Path]] = []
+    for folder in cfg.sources:
+        path = Path(folder)
+        manifest = read_manifest(path)
+        gen = ((manifest.split_info or {}).get("generator") or {}).get("name", "")
+        name = "live" if gen == "monsearch-live" else manifest.name
+        while name in {n for n, _, _ in out} or name == "synthetic":
+            name += "'"
+        if progress:
+            progress(f"loading train and val of source {manifest.name}")
+        corp = open_for_search(path)
+        missing = [s for s in ("train", "val") if s not in corp.splits]
+        if missing:
+            raise SearchError(f"source {path}: no {' or '.join(missing)} split")
+        out.append((name, corp, path))
+    return out
 
 
 def _train_data(trajectories: list[Any]) -> TrainData:
@@ -292,7 +340,7 @@ def _check_resume_budget(run: Run, budget: int) -> None:
 
 
 #: Keys of config.json that record circumstances, not settings.
-_CIRCUMSTANCES = ("created", "corpus", "python_hash_seed", "versions", "runs_dir")
+_CIRCUMSTANCES = ("created", "corpus", "sources_corpora", "python_hash_seed", "versions", "runs_dir")
 
 
 def run_search(
@@ -356,8 +404,17 @@ def _search(
         on_warning=stage,
     )  # fmt: skip
     unstarted = None if resume else held.push(_DiscardUnstarted(run))
+    if not resume:
+        cfg, said = resolve_live_source(cfg)
+        stage(said)
     corp, path = open_corpus(cfg, stage)
     corpus_info = _corpus_info(cfg, corp, path)
+    sources = open_sources(cfg, stage)
+    if sources and cfg.backend != "local":
+        raise SearchError(
+            f"several sources with the {cfg.backend} backend: not supported (its workers "
+            "read one corpus's val); use --backend local"
+        )
     if resume:
         recorded = run.corpus()
         if recorded.content_hash != corp.content_hash:
@@ -366,8 +423,21 @@ def _search(
                 f"but {path} now holds {corpus_info['content_hash'][:12]}: resuming would "
                 "mix two corpora"
             )
+    source_info = [
+        {"group": name, **_corpus_info(replace(cfg, corpus_path=str(p)), c, p)} for name, c, p in sources
+    ]
+    if resume:
+        recorded_sources = {s.get("resolved_path"): s.get("content_hash") for s in run.config().get("sources_corpora") or []}
+        for info in source_info:
+            want = recorded_sources.get(info["resolved_path"])
+            if want is not None and want != info["content_hash"]:
+                raise SearchError(
+                    f"run {run.id} was made on source {want[:12]}, but {info['resolved_path']} "
+                    f"now holds {info['content_hash'][:12]}: resuming would mix two corpora"
+                )
     config_dict = {
         **cfg.to_dict(),
+        **({"sources_corpora": source_info} if source_info else {}),
         "llm": _without_keys(cfg.llm),
         "created": run.config().get("created") if resume else _dt.datetime.now(_dt.UTC).isoformat(),
         "corpus": corpus_info,
@@ -383,7 +453,9 @@ def _search(
 
     limits = SandboxLimits(wall_s=cfg.wall_s, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb)
     def identity(split: str) -> str | None:
-        return f"corpus {corp.content_hash} split {split} part {corp.part_sha256(split)}"
+        # (a run on several sources scores their splits together: all of them name it)
+        more = "".join(f" + {n} {c.content_hash} part {c.part_sha256(split)}" for n, c, _ in sources)
+        return f"corpus {corp.content_hash} split {split} part {corp.part_sha256(split)}{more}"
 
     where = {
         "local": f"{cfg.workers} local worker(s)",
@@ -391,9 +463,20 @@ def _search(
         "dask": f"the Dask scheduler at {cfg.scheduler}",
     }[cfg.backend]
     stage(f"starting the sandbox (val on {where}, train on 1 local worker)")
+    train_runs, val_runs = list(corp.split("train")), list(corp.split("val"))
+    group_of: dict[str, str] | None = None
+    if sources:
+        group_of = {t.id: "synthetic" if not cfg.corpus_path else "corpus" for t in (*train_runs, *val_runs)}
+        for name, c, _p in sources:
+            for split, into in (("train", train_runs), ("val", val_runs)):
+                for t in c.split(split):
+                    if t.id in group_of:
+                        raise SearchError(f"source {name}: trajectory id {t.id} is in two sources")
+                    group_of[t.id] = name
+                    into.append(t)
     with SearchEvaluator(
-        corp.split("train"),
-        corp.split("val"),
+        train_runs,
+        val_runs,
         cfg.evaluation,
         train_subset=cfg.search.train_subset,
         proposer_subset=cfg.search.proposer_subset,
@@ -402,6 +485,7 @@ def _search(
         limits=limits,
         identity=identity,
         val_pool_factory=_val_pool_factory(cfg, path),
+        group_of=group_of,
     ) as evaluator, LineageStore(run.lineage_path) as store:
         stage(f"building views of {len(evaluator.train)} train trajectories for the proposers")
         train = _train_data(evaluator.train)

@@ -33,6 +33,13 @@ def _model_spec(text: str) -> dict[str, Any]:
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path, file_okay=False),
               default=None, help="Corpus folder with train and val splits. "
               "[default: the embedded synthetic corpus, built once and cached]")
+@click.option("--source", "sources", multiple=True,
+              type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="Another corpus to search on beside --corpus (repeatable): each source is a "
+              "group whose fitness counts and must hold up (docs/DESIGN.md, Several sources).")
+@click.option("--no-live", "no_live", is_flag=True,
+              help="A run on the default corpus does not add the configured live corpus "
+              "(monsearch corpus live) as a second source.")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
               default=None, help="TOML file with any of the settings of config.json; "
               "options given here override it.")
@@ -109,6 +116,8 @@ def evolve_cmd(
     seed: int | None,
     run_id: str | None,
     corpus_path: Path | None,
+    sources: tuple[Path, ...],
+    no_live: bool,
     config_file: Path | None,
     seed_programs: tuple[Path, ...],
     proposer: str | None,
@@ -180,6 +189,8 @@ def evolve_cmd(
         seed=seed,
         run_id=run_id,
         corpus_path=None if corpus_path is None else str(corpus_path),
+        sources=tuple(str(p) for p in sources) if sources else None,
+        live_source="off" if no_live else None,
         proposers=None if proposer is None else parse_proposers(proposer),
         llm=llm if llm != cfg.llm else None,
         seeds=tuple(cfg.seeds) + tuple(str(p) for p in seed_programs) if seed_programs else None,

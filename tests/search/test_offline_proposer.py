@@ -90,6 +90,24 @@ def _check(result, parent_source: str) -> str:
     return source
 
 
+
+
+def test_no_removal_takes_the_last_detector_of_a_caught_dimension(context: ProposalContext) -> None:
+    program = parse_program(SEEDS["stronger"])
+    scores = context.score_on_train(SEEDS["stronger"])
+    losing = []
+    for i, det in enumerate(program.detectors):
+        child = dataclasses.replace(program, detectors=program.detectors[:i] + program.detectors[i + 1 :])
+        if ops.dimensions_lost(scores, context.score_on_train(render(child)), context):
+            losing.append(det.name)
+    assert losing, "some detector of the stronger seed is the only one of its dimension"
+    for k in range(12):
+        result = ops.op_remove_detector(program, random.Random(k), context)
+        if result is not None:
+            gone = {d.name for d in program.detectors} - {d.name for d in result[0].detectors}
+            assert not gone & set(losing)
+
+
 @pytest.mark.parametrize("seed", ["baseline", "stronger"])
 def test_every_operator_gives_a_valid_changed_program(seed: str, context: ProposalContext) -> None:
     source = SEEDS[seed]
@@ -99,9 +117,15 @@ def test_every_operator_gives_a_valid_changed_program(seed: str, context: Propos
     rng = random.Random(3)
     added = _check(ops.op_add_mined(program, rng, context, mined=mined), source)
     assert len(parse_program(added).detectors) == len(program.detectors) + 1
+    parent_scores = context.score_on_train(source)
     for i in range(len(program.detectors)):  # whichever detector goes, the rest still runs
-        removed = _check(ops.op_remove_detector(program, random.Random(i), context), source)
+        result = ops.op_remove_detector(program, random.Random(i), context)
+        if result is None:  # every detector it tried was the last of a caught dimension
+            continue
+        removed = _check(result, source)
         assert len(parse_program(removed).detectors) == len(program.detectors) - 1
+        # ... and no failure dimension the parent caught on train is lost with it
+        assert ops.dimensions_lost(parent_scores, context.score_on_train(removed), context) == []
     _check(ops.op_retune(program, rng, context), source)
     switched = _check(ops.op_change_combiner(program, rng, context), source)
     assert parse_program(switched).combiner != program.combiner
