@@ -120,22 +120,34 @@ def run_sealed_test(
     key = LedgerKey(
         strategy.strategy_hash, ident.content_hash, ident.assignment_hash, strategy.program_hash
     )
+    # The run's other sources (a live corpus): their own test splits are sealed too, and
+    # opened once each, as cross-source corpora (val's thresholds transferred).
+    other_sources = _other_sources(config, strategy)
     # Refused here, before any sealed split is read: this program opened on this corpus
     # already, or another program of the run (selecting on test), unless ``force``.
     ledger.check(key, force=force, run=RunRef(run.id, verified.uid))
+    for _name, _path, source_key in other_sources:
+        ledger.check(source_key, force=force, run=RunRef(run.id, verified.uid))
 
     say(f"loading corpus {ident.name}")
     corp = open_sealed(path)
     # Looked up at call time: tests stand a scripted scorer in for the sandbox's.
     scorer = scorer or _sealed.sandbox_scorer(config, opts, progress)
     names = ["val", *(s for s in corp.split_names if s == "test"), *corp.cross_generator_splits]
+    where: dict[str, tuple[Any, str]] = {n: (corp, n) for n in names}
+    for group, source_path, _key in other_sources:
+        source = open_sealed(source_path)
+        if "test" in source.split_names:
+            names.append(f"{group}:test")
+            where[f"{group}:test"] = (source, "test")
 
     def one(name: str) -> tuple[str, SplitRun, list[Any]]:
-        trajs = corp.split(name)
+        holder, split = where[name]
+        trajs = holder.split(split)
         if not trajs:
             return name, SplitRun("empty", "no trajectories"), trajs
-        part = corp.manifest.parts[name]
-        identity = f"corpus {corp.content_hash} split {name} part {part.sha256}"
+        part = holder.manifest.parts[split]
+        identity = f"corpus {holder.content_hash} split {split} part {part.sha256}"
         return name, scorer(name, strategy.source, trajs, identity), trajs
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -178,6 +190,14 @@ def run_sealed_test(
         else:
             body["corpora"][n] = {"status": r.status, "message": r.message, "n": len(runs[n][1])}
 
+    for group, _path, source_key in other_sources:
+        ledger.record(
+            source_key,
+            {"run_id": run.id, "program_id": strategy.id, "corpus_name": group, "splits": ["test"],
+             "chain_length": verified.chain.length, "chain_head": verified.chain.head,
+             "path": str(run.dir.resolve())},
+            force=force, run=RunRef(run.id, verified.uid),
+        )  # fmt: skip
     entry, previous = ledger.record(
         key,
         {
@@ -222,6 +242,25 @@ def run_sealed_test(
     }
     report["summary"] = summary_rows(report)
     return report
+
+
+def _other_sources(config: dict[str, Any], strategy: FrozenProgram) -> list[tuple[str, Path, LedgerKey]]:
+    """The run's other sources: (group, folder, ledger key), each checked to be the corpus
+    the run searched on."""
+    from monsearch.corpora.sealed import read_identity
+
+    out = []
+    for info in config.get("sources_corpora") or []:
+        path = Path(info.get("resolved_path") or info.get("path") or "")
+        ident, _names = read_identity(path)
+        if ident.content_hash != info.get("content_hash") or ident.assignment_hash != info.get("assignment_hash"):
+            raise SealedTestError(
+                f"the source at {path} is not the one run searched on (its content or split "
+                "assignment changed)"
+            )
+        key = LedgerKey(strategy.strategy_hash, ident.content_hash, ident.assignment_hash, strategy.program_hash)
+        out.append((str(info.get("group") or ident.name), path, key))
+    return out
 
 
 def _val_reproduced(strategy: FrozenProgram, scores: np.ndarray) -> bool | None:
