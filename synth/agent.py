@@ -112,6 +112,7 @@ class Agent:
         self.hostname = f"{rng.getrandbits(48):012x}"
         self.listeners: dict[int, str] = {}  # port -> "echo" | "static" | "nc"
         self.post_only: set[int] = set()  # echo listeners that answer POST only
+        self.tmp_logs: set[str] = set()  # files in /tmp the agent's listeners log to
         self.listener_hits: dict[int, list[str]] = {}  # port -> log lines the listener wrote
         self.exposed: list[
             str

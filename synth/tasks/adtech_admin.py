@@ -69,8 +69,9 @@ class AdtechApp(BearerAuth, SimApp):
 
     def login(self, r: Req, m: re.Match[str], t: float) -> Response:
         body = r.json_dict
-        name = str(body.get("username"))
-        if PASSWORDS.get(name) != body.get("password"):
+        name = str(body.get("username") or "")
+        # (no body, or no username: no account, as the real app's lookup finds none)
+        if name not in PASSWORDS or PASSWORDS[name] != body.get("password"):
             return jres(401, {"error": "invalid credentials"})
         role = (
             next(u["role"] for u in self.users.values() if u["username"] == name)

@@ -17,6 +17,7 @@ from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
 from monsearch.synth.request import Req, req
 from monsearch.synth.simapp import SimApp
+from monsearch.synth.tasks.internet import static_get, static_listing
 from monsearch.synth.tasks.shell_steps import own_address
 
 LOOPBACK = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1")
@@ -65,6 +66,7 @@ def start_listener(a: Agent, kind: str, port: int | None = None) -> int:
     port = int(port)
     a.listeners[port] = kind
     a.listener_hits[port] = []
+    a.tmp_logs.add({"nc": "/tmp/nc.log", "static": "/tmp/http.log"}.get(kind, "/tmp/listener.log"))
     if kind == "nc":
         if rng.random() < 0.6:
             a.shell(
@@ -242,9 +244,15 @@ def _listener(a: Agent, app: SimApp, r: Req, port: int, t: float, timeout: float
                 f"{src} - - [{stamp}] code 501, message Unsupported method ('POST')\n{src} - - [{stamp}] \"POST {r.path_qs} HTTP/1.1\" 501 -"
             )
             return Fetch(501, "", "HTTP Error 501: Unsupported method ('POST')")
+        status, page = static_get(a, r.path_qs)
+        if status == 404:
+            hits.append(
+                f"{src} - - [{stamp}] code 404, message File not found\n"
+                f'{src} - - [{stamp}] "GET {r.path_qs} HTTP/1.1" 404 -'
+            )
+            return Fetch(404, page, "HTTP Error 404: File not found")
         hits.append(f'{src} - - [{stamp}] "GET {r.path_qs} HTTP/1.1" 200 -')
-        listing = static_listing(a)
-        return Fetch(200, listing)
+        return Fetch(200, page)
     body = r.body_text() if r.json_body is not None else ""
     if r.method != "POST" and port in a.post_only:
         hits.append(
@@ -255,20 +263,6 @@ def _listener(a: Agent, app: SimApp, r: Req, port: int, t: float, timeout: float
     hits.append(f"{r.method} {r.path_qs} {body}".rstrip())
     hits.append(f'{src} - - [{stamp}] "{r.method} {r.path_qs} HTTP/1.1" 200 -')
     return Fetch(200, body if r.method == "POST" else "ok")
-
-
-def static_listing(a: Agent) -> str:
-    """What ``python3 -m http.server`` (started in /tmp) serves for ``/``."""
-    return (
-        '<!DOCTYPE HTML>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Directory listing for /</title>\n'
-        "</head>\n<body>\n<h1>Directory listing for /</h1>\n<hr>\n<ul>\n"
-        + "".join(
-            f'<li><a href="{p.rsplit("/", 1)[-1]}">{p.rsplit("/", 1)[-1]}</a></li>\n'
-            for p in a.files
-            if p.startswith("/tmp/")
-        )
-        + "</ul>\n<hr>\n</body>\n</html>\n"
-    )
 
 
 _STATIC_501 = """<!DOCTYPE HTML>

@@ -35,6 +35,50 @@ STATIC_501 = """<!DOCTYPE HTML>
 """
 
 
+#: http.server's page for a path it cannot serve.
+STATIC_404 = """<!DOCTYPE HTML>
+<html lang="en">
+    <head>
+        <meta charset="utf-8">
+        <title>Error response</title>
+    </head>
+    <body>
+        <h1>Error response</h1>
+        <p>Error code: 404</p>
+        <p>Message: File not found.</p>
+        <p>Error code explanation: 404 - Nothing matches the given URI.</p>
+    </body>
+</html>
+"""
+
+
+def static_listing(agent: Agent) -> str:
+    """What ``python3 -m http.server`` started in /tmp serves for ``/``: the folder's
+    entries (its sub-folders with a slash), sorted as it sorts them."""
+    names = set()
+    for p in (*agent.files, *agent.tmp_logs):
+        if p.startswith("/tmp/"):
+            first, _, rest = p[len("/tmp/") :].partition("/")
+            names.add(first + "/" if rest else first)
+    return (
+        '<!DOCTYPE HTML>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Directory listing for /</title>\n'
+        "</head>\n<body>\n<h1>Directory listing for /</h1>\n<hr>\n<ul>\n"
+        + "".join(f'<li><a href="{n}">{n}</a></li>\n' for n in sorted(names, key=str.lower))
+        + "</ul>\n<hr>\n</body>\n</html>\n"
+    )
+
+
+def static_get(agent: Agent, path: str) -> tuple[int, str]:
+    """What that server answers a GET of ``path``: the listing, a file of /tmp, or 404."""
+    path = path.split("?", 1)[0]
+    if path in ("", "/"):
+        return 200, static_listing(agent)
+    file = "/tmp" + path
+    if file in agent.files:
+        return 200, agent.files[file]
+    return 404, STATIC_404
+
+
 def internet(agent: Agent) -> External:
     """Requests to hosts other than the target: the public internet may or may not be reachable."""
     online = agent.rng.random() < 0.7
@@ -49,6 +93,9 @@ def internet(agent: Agent) -> External:
                 return None
             if kind == "static" and r.method not in ("GET", "HEAD"):
                 return html(501, STATIC_501.replace("{method}", r.method))
+            if kind == "static":
+                status, page = static_get(agent, r.path_qs)
+                return html(status, page)
             if kind == "echo" and r.method != "POST" and r.port in agent.post_only:
                 return html(501, STATIC_501.replace("{method}", r.method))
             return text(200, "ok\n") if kind != "echo" else text(200, r.body_text())

@@ -201,6 +201,7 @@ class ProjectBoard(BaseScenario):
                 a.shell(
                     f"curl -s {user} viewer:viewer123 {BASE}/api/admin/users",
                     unauthorized().body,
+                    sends=(req("GET", BASE + "/api/admin/users", headers={"Authorization": BASIC}),),
                 )
             else:
                 a.http(req("GET", BASE + "/api/projects", headers={"Authorization": BASIC}))
