@@ -173,7 +173,9 @@ def _scratch_root() -> str:
     return tempfile.mkdtemp(prefix="monsearch-live-")
 
 
-def jobs_for(size: int, seed: int, tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def jobs_for(
+    size: int, seed: int, tasks: Sequence[str] | None = None, benign_mix: str | None = None
+) -> list[dict[str, Any]]:
     """About ``size`` runs of the synthetic plan (of the tasks named: the plan of a
     corpus large enough that those tasks get ``size`` runs between them)."""
     import math
@@ -184,7 +186,7 @@ def jobs_for(size: int, seed: int, tasks: Sequence[str] | None = None) -> list[d
     keep = set(tasks) if tasks else None
     total = size if keep is None else math.ceil(size * len(REGISTRY) / max(1, len(keep & set(REGISTRY))))
     return [
-        {"seed": seed, "n": n, "generator": g, "task": t}
+        {"seed": seed, "n": n, "generator": g, "task": t, "benign_mix": benign_mix}
         for n, (g, t) in enumerate(plan(total, seed))
         if keep is None or t in keep
     ]
@@ -200,8 +202,10 @@ def generate_live(
     tasks: Sequence[str] | None = None,
     progress: ProgressFn | None = None,
     name: str | None = None,
+    benign_mix: str | None = None,
 ) -> LiveResult:
-    """Play, label, split and write a live corpus to ``out`` (see the module doc)."""
+    """Play, label, split and write a live corpus to ``out`` (see the module doc).
+    ``benign_mix``: the runs' habit mix (synth/habits.py; default: each persona's own)."""
     import zstandard
 
     from monsearch.corpora.codec import trajectory_from_dict
@@ -210,7 +214,7 @@ def generate_live(
     from monsearch.live import isolation
     from monsearch.live.checkout import Checkout
     from monsearch.live.fidelity import summarise
-    from monsearch.synth.generate import GENERATOR_VERSION
+    from monsearch.synth.generate import GENERATOR_VERSION, mix_record
     from monsearch.synth.personas import DEFAULT_CROSS_GENERATORS
 
     check_dependencies()
@@ -218,7 +222,10 @@ def generate_live(
     if why is not None:
         raise LiveError(why)
     checkout = Checkout(apps, list(tasks) if tasks else None)
-    jobs = jobs_for(size, seed, list(checkout.tasks))
+    from monsearch.synth.generate import resolve_mix
+
+    mix = resolve_mix(benign_mix, None)
+    jobs = jobs_for(size, seed, list(checkout.tasks), mix.spec)
     started = time.monotonic()
     replies = play(checkout.root, jobs, workers=workers, progress=progress)
     wall = time.monotonic() - started
@@ -262,6 +269,7 @@ def generate_live(
         "seed": seed,
         "size": size,
         "tasks": sorted(checkout.tasks),
+        "benign_mix": mix_record(mix),
     }
     manifest = write_corpus(out, kept, name=name or f"live-s{seed}-n{size}", assignment=split.assignment, split_info=info)
     os.replace(tmp_fid, out / FIDELITY_FILE)

@@ -35,7 +35,7 @@ def _play(rt: Any, job: dict[str, Any]) -> dict[str, Any]:
     try:
         traj = build_trajectory(
             job["seed"], job["n"], job["generator"], job["task"], rates=job.get("rates"),
-            agent_class=cls,
+            agent_class=cls, benign_mix=job.get("benign_mix"),
         )  # fmt: skip
     finally:
         rt.end()

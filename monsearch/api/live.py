@@ -49,7 +49,9 @@ def _fingerprint(paths: Sequence[Path]) -> str:
     return h.hexdigest()[:12]
 
 
-def live_corpus_path(apps: str | Path, seed: int, size: int, tasks: Sequence[str] | None = None) -> Path:
+def live_corpus_path(
+    apps: str | Path, seed: int, size: int, tasks: Sequence[str] | None = None, benign_mix: str | None = None
+) -> Path:
     """Where the cached live corpus for this checkout, code, seed and size lives."""
     from monsearch.live.checkout import Checkout
     from monsearch.synth.generate import GENERATOR_VERSION, _source_fingerprint, cache_dir
@@ -68,6 +70,7 @@ def live_corpus_path(apps: str | Path, seed: int, size: int, tasks: Sequence[str
     key = (
         f"live-v{GENERATOR_VERSION}-{_source_fingerprint()}-{code}-{_fingerprint(app_files)}"
         f"-s{seed}-n{size}" + ("-" + "-".join(sorted(checkout.tasks)) if tasks else "")
+        + ("" if benign_mix in (None, "paper") else "-mix-" + hashlib.sha256(str(benign_mix).encode()).hexdigest()[:8])
     )
     return cache_dir() / "corpora" / key
 
@@ -82,6 +85,7 @@ def live_corpus(
     tasks: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     configure: bool = True,
+    benign_mix: str | None = None,
 ) -> LiveCorpus:
     """Play the live corpus (see the module doc); ``out``: a folder of your own instead
     of the cache (never reused: always played). ``configure``: record it as the live
@@ -93,13 +97,16 @@ def live_corpus(
 
     size = DEFAULT_SIZE if size is None else size
     workers = workers or max(2, os.cpu_count() or 2)
-    target = Path(out) if out is not None else live_corpus_path(apps, seed, size, tasks)
+    target = Path(out) if out is not None else live_corpus_path(apps, seed, size, tasks, benign_mix)
     if out is None and (target / MANIFEST).is_file():
         manifest = read_manifest(target)
         result = LiveCorpus(target, manifest.content_hash, _counts(target), None, True)
     else:
         with corpus_lock(target, wait=True):
-            built = generate_live(apps, target, size=size, seed=seed, workers=workers, tasks=tasks, progress=progress)
+            built = generate_live(
+                apps, target, size=size, seed=seed, workers=workers, tasks=tasks,
+                progress=progress, benign_mix=benign_mix,
+            )  # fmt: skip
         result = LiveCorpus(built.path, built.content_hash, built.counts, built.report, False)
     if configure:
         configure_live_source(result.path, apps=apps, seed=seed, size=size)

@@ -96,6 +96,12 @@ def print_fidelity(console: Any, fidelity: dict[str, Any], *, differences: int =
 )
 @click.option("--tasks", default=None, help="Comma-separated tasks to play [default: all 14].")
 @click.option(
+    "--benign-mix",
+    default=None,
+    metavar="paper|quiet|noisy|flat|LEVEL:SHARE,...",
+    help="The runs' benign habit mix, as for corpus synth (docs/benign-mix.md) [default: paper].",
+)
+@click.option(
     "--no-configure",
     is_flag=True,
     help="Do not make this the live source default runs search on beside the synthetic one.",
@@ -109,6 +115,7 @@ def live(
     seed: int,
     workers: int | None,
     tasks: str | None,
+    benign_mix: str | None,
     no_configure: bool,
     as_json: bool,
     quiet: bool,
@@ -138,7 +145,7 @@ def live(
 
         result = live_corpus(
             apps, out, size=size, seed=seed, workers=workers, tasks=task_list,
-            progress=progress, configure=not no_configure,
+            progress=progress, configure=not no_configure, benign_mix=benign_mix,
         )  # fmt: skip
     elapsed = time.perf_counter() - t0
     if as_json:
