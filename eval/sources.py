@@ -11,12 +11,17 @@ The rule (docs/DESIGN.md, "Several sources"):
 - **fitness** = the mean over groups of the group fitnesses, so every source counts
   the same whatever its size;
 - **guard**: against a reference (the run's best seed program: its fitness in each
-  group and its budget-AUC of each failure dimension there), a candidate is
-  ``regressed`` (fitness 0, the reason recorded) when a group's fitness falls more than
-  ``tolerance`` below the reference's, or a failure dimension the reference catches in
-  a group (budget-AUC at least :data:`CAUGHT`) falls more than ``tolerance`` below it
-  there. A candidate cannot win on the mean by losing what one source, or one kind of
-  failure, needs.
+  group and its budget-AUC of each failure dimension there), a candidate that
+  **loses** a failure dimension the reference catches in a group (budget-AUC at least
+  :data:`CAUGHT` there; the candidate's under :data:`KEEP` of it) is ``regressed``
+  (fitness 0, the reason recorded): a candidate cannot win on the mean by dropping what
+  one source, or one kind of failure, needs;
+- **selection** prefers the candidates that **hold up** against the reference: at
+  least its fitness in every group, and every dimension it catches within
+  ``tolerance`` (0.02) of it (:func:`holds_up`). The guard is looser than that on
+  purpose: a per-dimension figure on a few dozen failures moves by more than 0.02
+  between near-identical programs, and a search whose every such wobble cost a
+  candidate would spend its budget on refusals.
 
 With one group the fitness is the group's own, as before, and no guard applies.
 """
@@ -31,8 +36,10 @@ import numpy as np
 
 from .fitness import Fitness
 
-#: How far below the reference a group or a caught dimension may fall.
+#: How far below the reference a group or a caught dimension may fall in a selection.
 TOLERANCE = 0.02
+#: The share of a caught dimension's budget-AUC a candidate must keep (the guard).
+KEEP = 0.5
 #: A dimension the reference "catches" in a group: its budget-AUC there at least this.
 CAUGHT = 0.05
 
@@ -104,16 +111,31 @@ class Reference:
                     out.append((best - mine, f"{name} {d}: budget-AUC {mine:.3f} < seeds' {best:.3f}"))
         return [text for _, text in sorted(out, key=lambda x: -x[0])]
 
+    def losses(self, groups: Mapping[str, Mapping[str, Any]], keep: float = KEEP) -> list[str]:
+        """The caught dimensions a candidate loses (under ``keep`` of the reference's
+        budget-AUC in a group), worst first: what the guard refuses."""
+        out: list[tuple[float, str]] = []
+        for name, dims in self.by_dimension.items():
+            g = groups.get(name)
+            if g is None:
+                continue
+            for d, best in dims.items():
+                mine = (g.get("by_dimension") or {}).get(d)
+                mine = 0.0 if mine is None else float(mine)
+                if best >= CAUGHT and mine < keep * best:
+                    out.append((best - mine, f"{name} {d}: budget-AUC {mine:.3f}, the seed's {best:.3f}"))
+        return [text for _, text in sorted(out, key=lambda x: -x[0])]
+
     def to_dict(self) -> dict[str, Any]:
         return {"fitness": dict(self.fitness), "by_dimension": {k: dict(v) for k, v in self.by_dimension.items()}}
 
 
 def holds_up(reference: Reference | None, fitness: Mapping[str, Any] | None) -> bool:
-    """Whether a candidate is at least the reference's fitness in every group (and
-    within the guard on every dimension): what selection prefers."""
+    """Whether a candidate is at least the reference's fitness in every group and within
+    ``TOLERANCE`` of it on every dimension it catches: what selection prefers."""
     if reference is None or not fitness or not fitness.get("groups"):
         return True
-    return not reference.shortfalls(fitness["groups"], group_tolerance=0.0)
+    return not reference.shortfalls(fitness["groups"], TOLERANCE, group_tolerance=0.0)
 
 
 def _summary(f: Fitness) -> dict[str, Any]:
@@ -151,11 +173,12 @@ def group_fitness(
     if all(f.status != "ok" for f in per.values()):
         return replace(pooled, fitness=0.0, status="not_estimable", groups=summary,
                        reason="no group could be scored: " + "; ".join(f"{n}: {f.reason}" for n, f in per.items()))  # fmt: skip
-    short = reference.shortfalls(summary, tolerance) if reference is not None else []
-    summary["_guard"] = {"tolerance": tolerance, "shortfalls": short[:8]}
-    if short:
+    lost = reference.losses(summary) if reference is not None else []
+    short = reference.shortfalls(summary, tolerance, group_tolerance=0.0) if reference is not None else []
+    summary["_guard"] = {"keep": KEEP, "tolerance": tolerance, "lost": lost[:8], "shortfalls": short[:8]}
+    if lost:
         return replace(
-            pooled, fitness=0.0, status="regressed", reason="below the seeds: " + short[0],
+            pooled, fitness=0.0, status="regressed", reason="loses what the seed caught: " + lost[0],
             fitness_low=None, groups=summary,
         )  # fmt: skip
     return replace(pooled, fitness=mean, status="ok", reason=None, fitness_low=low, groups=summary)
