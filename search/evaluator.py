@@ -13,7 +13,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -89,6 +89,32 @@ class _Truth:
     #: The sources the runs come from (eval/sources.py): one group each; empty or one
     #: group means one source.
     groups: tuple[Any, ...] = ()
+    #: Per source whose runs record habit profiles: the benign-mix views' weights
+    #: (eval/benign_mix.py), ``(group name, its runs' positions, {view: MixWeights})``.
+    views: tuple[tuple[str, np.ndarray, dict[str, Any]], ...] = ()
+
+
+#: The benign-mix views a run on several sources is also held to at selection.
+MIX_VIEWS = ("quiet", "noisy")
+
+
+def _mix_views(
+    trajs: Sequence[Any], y: np.ndarray, dims: np.ndarray, cells: np.ndarray, groups: Sequence[Any]
+) -> tuple[tuple[str, np.ndarray, dict[str, Any]], ...]:
+    """Each source's benign-mix view weights, on top of its invariant weights."""
+    from monsearch.eval.benign_mix import group_weights, habit_groups, view_target
+    from monsearch.eval.priors import prior_weights
+
+    out = []
+    for g in groups:
+        sub = [trajs[i] for i in g.index]
+        habits = habit_groups(sub)
+        if not np.any(habits.present):
+            continue
+        base = prior_weights(y[g.index], cells[g.index], dims[g.index], "flat").weights
+        targets = {v: view_target(v) for v in MIX_VIEWS}
+        out.append((g.name, g.index, group_weights(habits, y[g.index], base=base, targets=targets)))
+    return tuple(out)
 
 
 def _truth_of(
@@ -105,6 +131,7 @@ def _truth_of(
     cells = context_cells(trajs, cell_keys)
     for shared in (y, dims, cells):
         shared.setflags(write=False)  # shared by every fitness computation
+    groups = tuple(groups_of([group_of.get(t.id, "") for t in trajs])) if group_of else ()
     return _Truth(
         ids=tuple(t.id for t in trajs),
         y=y,
@@ -113,7 +140,8 @@ def _truth_of(
         has_truth=all(v is not None for v in truth),
         all_dimensions=sorted({str(d) for d in dims}),
         cells=cells,
-        groups=tuple(groups_of([group_of.get(t.id, "") for t in trajs])) if group_of else (),
+        groups=groups,
+        views=_mix_views(trajs, y, dims, cells, groups) if len(groups) > 1 else (),
     )
 
 
@@ -173,7 +201,32 @@ def _fitness_of(
                 cells=known.cells[index], view=cfg.fitness, mass=cfg.cell_mass,
             )  # fmt: skip
 
-        return group_fitness(pooled, known.groups, one_group, reference=reference)
+        fit = group_fitness(pooled, known.groups, one_group, reference=reference)
+        if known.views and fit.groups is not None and fit.status in ("ok", "regressed"):
+            fit = replace(fit, groups={**fit.groups, **_view_figures(known, scores, cfg)})
+        return fit
+
+
+def _view_figures(known: _Truth, scores: np.ndarray, cfg: EvaluationConfig) -> dict[str, Any]:
+    """Each source's budget-AUC under the benign-mix views (selection reads them)."""
+    from monsearch.eval.benign_mix import group_figures
+
+    out: dict[str, Any] = {}
+    for name, index, weights in known.views:
+        figures = group_figures(
+            scores[index], known.y[index], known.dims[index], weights,
+            b_lo=cfg.b_lo, b_hi=cfg.b_hi, n_budgets=cfg.n_budgets,
+            on_small=cfg.on_small,  # type: ignore[arg-type]
+        )  # fmt: skip
+        for view, f in figures.items():
+            value = f.get("aggregate") if isinstance(f, dict) else None
+            out[f"{name}@{view}"] = {
+                "fitness": 0.0 if value is None else float(value),
+                "status": "ok" if value is not None else "not_estimable",
+                "view": view,
+                "effective_benign": f.get("effective_benign") if isinstance(f, dict) else None,
+            }
+    return out
 
 
 def _artifacts(result: Any) -> dict[str, Any]:

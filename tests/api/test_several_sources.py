@@ -36,22 +36,32 @@ def test_every_candidate_is_scored_on_both_sources_and_held_to_the_best_seed(tmp
     scored = [r for r in rows if r[3] and r[3].get("groups")]
     assert len(scored) >= 8
     for _, status, fitness, fj in scored:
-        names = {k for k in fj["groups"] if not k.startswith("_")}
-        assert len(names) == 2 and "corpus" in names
-        if status == "ok":
-            per = [fj["groups"][n]["fitness"] for n in names]
+        sources = {k for k in fj["groups"] if not k.startswith("_") and "@" not in k}
+        views = {k for k in fj["groups"] if "@" in k}
+        assert len(sources) == 2 and "corpus" in sources
+        # each source under the quiet and the noisy benign mix, for selection
+        assert views == {f"{s}@{v}" for s in sources for v in ("quiet", "noisy")}
+        if status == "ok":  # the mean of the sources, the views left out of it
+            per = [fj["groups"][n]["fitness"] for n in sources]
             assert fitness == pytest.approx(sum(per) / 2)
     seeds = [r for r in rows if r[0] in ("c00000", "c00001")]
     best = max((r for r in seeds if r[1] == "ok"), key=lambda r: r[2])
+    ref = best[3]["groups"]
     for _, status, _, fj in scored[2:]:
-        if status == "ok":  # within the guard of the best seed in every group
-            for name, ref in best[3]["groups"].items():
-                if not name.startswith("_") and ref["status"] == "ok":
-                    assert fj["groups"][name]["fitness"] >= ref["fitness"] - 0.02
+        caught = [(n, d, v) for n, g in ref.items() if "@" not in n and not n.startswith("_")
+                  for d, v in (g.get("by_dimension") or {}).items() if v >= 0.05]  # fmt: skip
+        mine = fj["groups"]
+        lost = [1 for n, d, v in caught if (mine[n].get("by_dimension") or {}).get(d, 0.0) < 0.5 * v]
+        if status == "ok":  # no dimension the best seed catches is lost
+            assert not lost
         elif status == "regressed":
-            assert "below the seeds" in (fj.get("reason") or "")
+            assert lost and "loses what the seed caught" in (fj.get("reason") or "")
     selected = json.loads((run / "selected.json").read_text())
     assert "several sources" in selected["selection"]["rule"]
+    chosen = next(r for r in rows if r[0] == selected["id"])
+    for name, g in ref.items():  # at least the best seed in every group, views included
+        if not name.startswith("_") and g.get("status") == "ok":
+            assert chosen[3]["groups"][name]["fitness"] >= g["fitness"] - 1e-12
 
 
 def test_a_source_that_changed_under_a_run_refuses_its_resume(tmp_path, small_corpus, second_source, tmp_path_factory):
