@@ -76,6 +76,33 @@ def train_fitness(
     return 0.0 if agg is None or math.isnan(agg) else float(agg)
 
 
+def keeping_fitness(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    dimensions: np.ndarray,
+    weights: np.ndarray | None,
+    parent_dims: dict[str, float],
+) -> float:
+    """Train budget-AUC less what it costs a failure dimension the parent catches
+    (eval/sources.py's penalty, against the parent on train): an added detector's weight
+    is chosen so that it adds to the monitor, not by drowning another kind of failure
+    under new false alarms at the top of the benign scores."""
+    from monsearch.eval.sources import CAUGHT, PENALTY, TOLERANCE
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bauc_by_dimension(scores, labels, dimensions, weights=weights)
+    agg = result.aggregate
+    if agg is None or math.isnan(agg):
+        return 0.0
+    caught = {d: v for d, v in parent_dims.items() if v >= CAUGHT}
+    if not caught:
+        return float(agg)
+    mine = result.by_dimension
+    short = [max(0.0, v - TOLERANCE - float(mine.get(d) or 0.0)) for d, v in caught.items()]
+    return float(agg) - PENALTY * sum(short) / len(short)
+
+
 def _scale(scores: np.ndarray | None, labels: np.ndarray) -> float:
     """A score step that matters: the spread of the top of the benign scores."""
     if scores is None:
@@ -150,15 +177,22 @@ def op_add_mined(
     squash = np.tanh if program.combiner == "soft_or" else (lambda v: v)
     if fitted:
         assert scores is not None
-        base = train_fitness(scores, labels, mined.dimensions, mined.weights)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parent_dims = {
+                d: v for d, v in bauc_by_dimension(
+                    scores, labels, mined.dimensions, weights=mined.weights
+                ).by_dimension.items() if v is not None
+            }  # fmt: skip
+        base = keeping_fitness(scores, labels, mined.dimensions, mined.weights, parent_dims)
         results = []
         for j in picks:
             col = np.asarray(mined.x[:, j].toarray()).ravel()
             best = (base, 0.0)
             for mult in (0.25, 0.5, 1.0, 2.0, 4.0):
                 w = _round(scale * mult)
-                f = train_fitness(
-                    scores + squash(w * col), labels, mined.dimensions, mined.weights
+                f = keeping_fitness(
+                    scores + squash(w * col), labels, mined.dimensions, mined.weights, parent_dims
                 )
                 if f > best[0] + 1e-12:
                     best = (f, w)

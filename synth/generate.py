@@ -36,7 +36,7 @@ from monsearch.synth.scenario import REGISTRY
 from monsearch.synth.style import in_image_style
 
 #: Bump when the generator's output for a given seed changes on purpose (cache key).
-GENERATOR_VERSION = "5"
+GENERATOR_VERSION = "6"
 #: Default corpus size. Five personas (67 % of runs) make train/val/test, less the 12 %
 #: of their runs written in the held-out template family (``xgen-family``); about half
 #: are benign, so a quarter for ``val`` gives over 1,000 benign runs there.
