@@ -260,8 +260,12 @@ class SearchEvaluator:
         val_pool_factory: Callable[..., Any] | None = None,
         group_of: Mapping[str, str] | None = None,
     ) -> None:
+        from monsearch.eval.metrics import BudgetRangeWarning
         from monsearch.sandbox.evaluate import SandboxPool
 
+        # A raised budget range is recorded in each fitness's metrics; printed, it would
+        # repeat per candidate (and catch_warnings, per call, is not thread-safe).
+        warnings.filterwarnings("ignore", category=BudgetRangeWarning)
         self.cfg = cfg
         self.val = labelled(val)
         pool = labelled(train)
@@ -275,8 +279,11 @@ class SearchEvaluator:
         #: Trajectory id -> the source it came from (eval/sources.py), for a run on
         #: several sources; None for one.
         self.group_of = dict(group_of) if group_of else None
-        #: What the guard holds candidates to (the seeds' best; see set_reference).
+        #: What the guard holds candidates to (the best seed; see set_reference), on val,
+        #: on the tuner's train subset and on the train runs outside it.
         self.reference: Any = None
+        self.train_reference: Any = None
+        self.held_out_reference: Any = None
         self._val_truth = _truth_of(self.val, cfg.cells, self.group_of)
         self._tune_truth = _truth_of(self.tune_train, cfg.cells, self.group_of)
         # The proposers' runs the tuner never saw: where a tuning is confirmed.
@@ -387,14 +394,34 @@ class SearchEvaluator:
         """The val groups (sources) this run is scored on; empty for one source."""
         return [g.name for g in self._val_truth.groups]
 
-    def set_reference(self, seed_fitness: Sequence[Mapping[str, Any] | None]) -> None:
-        """Hold later candidates to the seeds' best per group and dimension
-        (eval/sources.py's guard), from the seeds' fitness records."""
+    def set_reference(
+        self, seed_fitness: Sequence[Mapping[str, Any] | None], sources: Sequence[str | None] = ()
+    ) -> None:
+        """Hold later candidates to the best seed per group and dimension (eval/sources.py's
+        guard and penalty), from the seeds' fitness records; with the seeds' ``sources``,
+        the tuner's train objective is held to the same seed's figures on train."""
         from monsearch.eval.sources import Reference
 
         if len(self._val_truth.groups) < 2:
             return
         self.reference = Reference.best_of(list(seed_fitness))
+        scored = [
+            (float(f["fitness"]), i) for i, f in enumerate(seed_fitness)
+            if f and f.get("status") == "ok" and i < len(sources) and sources[i]
+        ]  # fmt: skip
+        if self.reference is None or not scored:
+            return
+        best = sources[max(scored)[1]]
+        tune = self.score_on_train_many(best, [None])[0]
+        if tune is not None:
+            fit = _fitness_of(self._tune_truth, tune, {}, self.cfg, "train", with_truth=False)
+            self.train_reference = Reference.best_of([fit.to_dict()])
+        full = self.score_on_train(best)
+        if full is not None and self._held_out.size:
+            fit = _fitness_of(
+                self._held_out_truth, full[self._held_out], {}, self.cfg, "train", with_truth=False
+            )
+            self.held_out_reference = Reference.best_of([fit.to_dict()])
 
     def val_fitness_with_bootstrap(self, scores: np.ndarray, seed: int) -> Fitness:
         """The val fitness of stored scores with the bootstrap's lower bound (selection)."""
@@ -440,11 +467,11 @@ class SearchEvaluator:
 
     def train_fitness(self, scores: np.ndarray) -> float:
         """Budget-AUC aggregate on the tuner's train subset (what optuna maximises)."""
-        return self._train_fitness(self._tune_truth, scores)
+        return self._train_fitness(self._tune_truth, scores, self.train_reference)
 
-    def _train_fitness(self, truth: _Truth, scores: np.ndarray) -> float:
+    def _train_fitness(self, truth: _Truth, scores: np.ndarray, reference: Any = None) -> float:
         # Metrics on the true labels are reported beside a fitness, never part of it.
-        fit = _fitness_of(truth, scores, {}, self.cfg, "train", with_truth=False)
+        fit = _fitness_of(truth, scores, {}, self.cfg, "train", with_truth=False, reference=reference)
         return fit.fitness if fit.metrics is not None and fit.metrics.aggregate is not None else 0.0
 
     @property
@@ -461,7 +488,9 @@ class SearchEvaluator:
         results = self._train_pool.evaluate_many([source] * len(params), params=list(params))
         return [
             self._train_fitness(
-                self._held_out_truth, np.asarray(r.scores, dtype=np.float64)[self._held_out]
+                self._held_out_truth,
+                np.asarray(r.scores, dtype=np.float64)[self._held_out],
+                self.held_out_reference,
             )
             if r.ok
             else 0.0
