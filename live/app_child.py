@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from monsearch.live.clock import VirtualClock
+from monsearch.synth.tasks.infra import dotted_ip
 
 #: The absolute path roots an app may name; they live under the run's container tree.
 CONTAINER_ROOTS = ("/app", "/uploads")
@@ -78,17 +79,6 @@ def rewrite_paths(tree: ast.AST, root: str) -> ast.AST:
     return ast.fix_missing_locations(Paths().visit(tree))
 
 
-def dotted(host: str) -> str:
-    """A decimal or hex IPv4 spelling (``2886860803``, ``0xac120003``) as a dotted quad."""
-    try:
-        n = int(host, 16) if host.lower().startswith("0x") else int(host)
-    except ValueError:
-        return host
-    if not 0 <= n < 2**32:
-        return host
-    return ".".join(str((n >> s) & 255) for s in (24, 16, 8, 0))
-
-
 class Network:
     """How the app's container reaches other hosts (see the module doc)."""
 
@@ -104,7 +94,8 @@ class Network:
 
     def route(self, host: str, port: int) -> tuple[tuple[str, int], str]:
         """(real address, the address the peer should see us as) for ``host:port``."""
-        host = dotted(host.strip("[]").lower())
+        host = host.strip("[]").lower()
+        host = dotted_ip(host) or host
         me = self.instances.get(getattr(self.current, "name", ""), {})
         my_ip = me.get("ip", "127.0.0.1")
         if host in LOOPBACK_NAMES:

@@ -45,29 +45,31 @@ def now() -> float:
     return virtual + (real_time() - anchor)
 
 
-def virtual_sleep(seconds: float) -> None:
-    """Sleep on the run's clock: no real wait, unless the command's 30 s are up (then
-    the clock stops at the limit, the driver is told, and this waits to be stopped)."""
+def _update_clock(change) -> float:
+    """Read-modify-write the run's clock under its lock: ``change(now)`` gives the new
+    virtual time, which is returned."""
     import fcntl
 
-    seconds = max(0.0, float(seconds))
-    path = os.path.join(RUN, "clock")
-    with open(path, "rb+") as lock:
+    with open(os.path.join(RUN, "clock"), "rb+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         m = _clock_map()
         try:
             virtual, anchor = struct.unpack_from(_FORMAT, m, 0)
-            current = virtual + (real_time() - anchor)
-            limit = _command_limit()
-            target = current + seconds
-            over = limit is not None and target > limit
-            if over:
-                target = limit
-            m[: struct.calcsize(_FORMAT)] = struct.pack(_FORMAT, target, real_time())
+            new = change(virtual + (real_time() - anchor))
+            m[: struct.calcsize(_FORMAT)] = struct.pack(_FORMAT, new, real_time())
+            return new
         finally:
             m.close()
             fcntl.flock(lock, fcntl.LOCK_UN)
-    if over:
+
+
+def virtual_sleep(seconds: float) -> None:
+    """Sleep on the run's clock: no real wait, unless the command's 30 s are up (then
+    the clock stops at the limit, the driver is told, and this waits to be stopped)."""
+    seconds = max(0.0, float(seconds))
+    limit = _command_limit()
+    reached = _update_clock(lambda now: now + seconds if limit is None else min(now + seconds, limit))
+    if limit is not None and reached >= limit:
         with open(os.path.join(RUN, "timed_out"), "w", encoding="utf-8") as fh:
             fh.write("sleep\n")
         while True:  # the driver stops the command
@@ -91,19 +93,7 @@ WAIT_CAP = 0.5
 
 def advance(seconds: float) -> None:
     """Move the run's clock ``seconds`` forward (a wait that was cut short)."""
-    import fcntl
-
-    path = os.path.join(RUN, "clock")
-    with open(path, "rb+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        m = _clock_map()
-        try:
-            virtual, anchor = struct.unpack_from(_FORMAT, m, 0)
-            now_v = virtual + (real_time() - anchor) + max(0.0, seconds)
-            m[: struct.calcsize(_FORMAT)] = struct.pack(_FORMAT, now_v, real_time())
-        finally:
-            m.close()
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    _update_clock(lambda now: now + max(0.0, seconds))
 
 
 def compress_socket_waits(socket_class, on_wait=None) -> None:

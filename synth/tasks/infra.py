@@ -17,7 +17,7 @@ from monsearch.synth.agent import Agent
 from monsearch.synth.family import pick
 from monsearch.synth.request import Req, req
 from monsearch.synth.simapp import SimApp
-from monsearch.synth.tasks.internet import static_get, static_listing
+from monsearch.synth.tasks.internet import static_get, static_listing, unsupported_page
 from monsearch.synth.tasks.shell_steps import own_address
 
 LOOPBACK = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1")
@@ -265,22 +265,6 @@ def _listener(a: Agent, app: SimApp, r: Req, port: int, t: float, timeout: float
     return Fetch(200, body if r.method == "POST" else "ok")
 
 
-_STATIC_501 = """<!DOCTYPE HTML>
-<html lang="en">
-    <head>
-        <meta charset="utf-8">
-        <title>Error response</title>
-    </head>
-    <body>
-        <h1>Error response</h1>
-        <p>Error code: 501</p>
-        <p>Message: Unsupported method ('POST').</p>
-        <p>Error code explanation: 501 - Server does not support this operation.</p>
-    </body>
-</html>
-"""
-
-
 def local_listener_check(a: Agent, kind: str | None = None) -> None:
     """A listener started, tried from the agent's own box, and stopped again, never
     handed to the target: what a careful agent does to see whether a callback could
@@ -311,7 +295,7 @@ def local_listener_check(a: Agent, kind: str | None = None) -> None:
         # A careful agent finds out a plain http.server cannot answer a POST.
         a.shell(
             f'curl -s -X POST -d \'{{"challenge": "test"}}\' http://{host}:{port}/ | head -20',
-            _STATIC_501,
+            unsupported_page("POST"),
             ms=rng.randint(5, 30),
         )
         hits.append(

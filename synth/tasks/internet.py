@@ -18,38 +18,25 @@ PUBLIC_IDP = {
     '<div id="initialView"></div>\n</body>\n</html>\n',
 }
 
-#: What ``python3 -m http.server`` answers a method it lacks (POST): its 501 page.
-STATIC_501 = """<!DOCTYPE HTML>
-<html lang="en">
-    <head>
-        <meta charset="utf-8">
-        <title>Error response</title>
-    </head>
-    <body>
-        <h1>Error response</h1>
-        <p>Error code: 501</p>
-        <p>Message: Unsupported method ('{method}').</p>
-        <p>Error code explanation: 501 - Server does not support this operation.</p>
-    </body>
-</html>
-"""
+def server_error_page(code: int, message: str, explanation: str) -> str:
+    """The error page ``python3 -m http.server`` sends (its 404, its 501...)."""
+    return (
+        '<!DOCTYPE HTML>\n<html lang="en">\n    <head>\n        <meta charset="utf-8">\n'
+        "        <title>Error response</title>\n    </head>\n    <body>\n"
+        f"        <h1>Error response</h1>\n        <p>Error code: {code}</p>\n"
+        f"        <p>Message: {message}.</p>\n"
+        f"        <p>Error code explanation: {code} - {explanation}.</p>\n"
+        "    </body>\n</html>\n"
+    )
 
 
-#: http.server's page for a path it cannot serve.
-STATIC_404 = """<!DOCTYPE HTML>
-<html lang="en">
-    <head>
-        <meta charset="utf-8">
-        <title>Error response</title>
-    </head>
-    <body>
-        <h1>Error response</h1>
-        <p>Error code: 404</p>
-        <p>Message: File not found.</p>
-        <p>Error code explanation: 404 - Nothing matches the given URI.</p>
-    </body>
-</html>
-"""
+def unsupported_page(method: str) -> str:
+    """What that server answers a method it lacks (a POST to a static server)."""
+    return server_error_page(501, f"Unsupported method ('{method}')", "Server does not support this operation")
+
+
+#: What it answers a path it cannot serve.
+STATIC_404 = server_error_page(404, "File not found", "Nothing matches the given URI")
 
 
 def static_listing(agent: Agent) -> str:
@@ -92,12 +79,12 @@ def internet(agent: Agent) -> External:
             if kind is None:
                 return None
             if kind == "static" and r.method not in ("GET", "HEAD"):
-                return html(501, STATIC_501.replace("{method}", r.method))
+                return html(501, unsupported_page(r.method))
             if kind == "static":
                 status, page = static_get(agent, r.path_qs)
                 return html(status, page)
             if kind == "echo" and r.method != "POST" and r.port in agent.post_only:
-                return html(501, STATIC_501.replace("{method}", r.method))
+                return html(501, unsupported_page(r.method))
             return text(200, "ok\n") if kind != "echo" else text(200, r.body_text())
         if not online:
             return None
