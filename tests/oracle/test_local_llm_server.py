@@ -9,10 +9,13 @@ never on a clock: every deadline below is a hang guard.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -45,7 +48,13 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LLAMA_STATE", str(state))
     monkeypatch.setenv("FAKE_LLAMA_MODE", "ok")
     monkeypatch.delenv("MONSEARCH_LLAMA_PYTHON", raising=False)
-    return state
+    yield state
+    # A failing test must not leave its stand-in behind (what serve should have done).
+    if (state / "pid").exists():
+        pid = int((state / "pid").read_text())
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
 
 
 @pytest.fixture
@@ -79,6 +88,21 @@ def _gone(*pids: int) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def _lines(proc: subprocess.Popen[str], n: int) -> list[str]:
+    """The next ``n`` lines of ``proc``'s stdout; a test fails (not hangs) on fewer."""
+    got: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for _ in range(n):
+            got.put(proc.stdout.readline())
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        return [got.get(timeout=GUARD_S) for _ in range(n)]
+    except queue.Empty:
+        raise AssertionError(f"fewer than {n} lines on stdout") from None
 
 
 def _serve(*args: str, python: str = sys.executable) -> subprocess.Popen[str]:
@@ -145,7 +169,9 @@ def test_a_port_taken_after_the_check_is_found_by_its_owner(fake, model, monkeyp
     try:
         with pytest.raises(PortTaken, match="another process"):
             server.start(timeout_s=GUARD_S)
-        assert _gone(int((fake / "pid").read_text()))
+        # Stopped, with its group (it may be refused before it even wrote its pid).
+        assert server.process.poll() is not None and _gone(server.process.pid)
+        assert not group_members(server.process.pid)
     finally:
         foreign.stop()
 
@@ -163,11 +189,11 @@ def test_describe_exit_names_signals_from_either_form():
 def test_serve_answers_and_prints_what_to_use(fake, model):
     proc = _serve("--model", str(model), "--alias", "tiny", "--log", str(fake / "log"))
     try:
-        first = proc.stdout.readline()
+        first, use, command, options = _lines(proc, 4)
         assert first.startswith("serving tiny at http://127.0.0.1:")
-        assert proc.stdout.readline() == "use it with:\n"
-        assert "--proposer offline:0.7,llm:0.3" in proc.stdout.readline()
-        assert "--llm-model tiny" in proc.stdout.readline()
+        assert use == "use it with:\n"
+        assert "--proposer offline:0.7,llm:0.3" in command
+        assert "--llm-model tiny" in options
         pid = int((fake / "pid").read_text())
         proc.send_signal(signal.SIGHUP)  # the terminal closed
         _, err = proc.communicate(timeout=GUARD_S)
@@ -251,7 +277,7 @@ def test_serve_escapes_the_alias_it_prints(fake, model):
     proc = _serve("--model", str(model), "--alias", "a\x1b]0;t\x07b",
                   "--log", str(fake / "log"))  # fmt: skip
     try:
-        lines = [proc.stdout.readline() for _ in range(4)]
+        lines = _lines(proc, 4)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=GUARD_S)
     finally:
