@@ -139,6 +139,8 @@ def verdict(fig: dict, tolerance: float = 0.02) -> dict:
     every dimension the seed catches?"""
     beats, kept = {}, {}
     for name, g in fig["stronger"].items():
+        if g.get("status") != "ok":  # a view with too few benign runs to tell
+            continue
         mine = fig["selected"].get(name) or {}
         beats[name] = (mine.get("fitness") or 0.0) > (g.get("fitness") or 0.0)
         for d, v in (g.get("by_dimension") or {}).items():
@@ -213,7 +215,11 @@ def report(out: dict) -> None:
         names = sorted(row["stronger"])
         print(f"  {'group':<22} {'stronger':>9} {'selected':>9}")
         for n in names:
-            print(f"  {n:<22} {_f(row['stronger'][n].get('fitness')):>9} "
+            g = row["stronger"][n]
+            if g.get("status") != "ok":
+                print(f"  {n:<22} {'n/a':>9} {'n/a':>9}  (effective benign {g.get('effective_benign') or 0:.0f}: too few)")
+                continue
+            print(f"  {n:<22} {_f(g.get('fitness')):>9} "
                   f"{_f((row['selected'].get(n) or {}).get('fitness')):>9}")
         v = row["verdict"]
         print(f"  beats the stronger seed in every group: {'yes' if v['beats_every_group'] else 'no: ' + ', '.join(v['beaten_in'])}")

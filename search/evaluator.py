@@ -96,6 +96,9 @@ class _Truth:
 
 #: The benign-mix views a run on several sources is also held to at selection.
 MIX_VIEWS = ("quiet", "noisy")
+#: Fewest effective benign runs a view needs to be held to (its budget range starts at
+#: 5 / that, half of 10 %): a live val of a few hundred runs has views far below it.
+MIN_VIEW_BENIGN = 100.0
 
 
 def _mix_views(
@@ -220,11 +223,15 @@ def _view_figures(known: _Truth, scores: np.ndarray, cfg: EvaluationConfig) -> d
         )  # fmt: skip
         for view, f in figures.items():
             value = f.get("aggregate") if isinstance(f, dict) else None
+            benign = f.get("effective_benign") if isinstance(f, dict) else None
+            # Too few benign runs under the view's weights: its thresholds would sit on a
+            # handful of runs (and the budget range shrink to its top), no figure to hold.
+            estimable = value is not None and (benign or 0.0) >= MIN_VIEW_BENIGN
             out[f"{name}@{view}"] = {
-                "fitness": 0.0 if value is None else float(value),
-                "status": "ok" if value is not None else "not_estimable",
+                "fitness": float(value) if estimable else 0.0,
+                "status": "ok" if estimable else "not_estimable",
                 "view": view,
-                "effective_benign": f.get("effective_benign") if isinstance(f, dict) else None,
+                "effective_benign": benign,
             }
     return out
 
