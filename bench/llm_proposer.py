@@ -55,6 +55,8 @@ DEFAULT_SEEDS = (4, 5, 6, 7)
 LOAD_EVERY_S = 5.0
 #: After a Ctrl-C is passed on, how long a run may take to record and select.
 STOP_GRACE_S = 300.0
+#: Seconds to wait for a busy model server before a run that uses it.
+SERVER_WAIT_S = 900.0
 
 
 def _loadavg() -> float | None:
@@ -253,6 +255,24 @@ class Bench:
         child = self._child
         if child is not None and child.poll() is None:
             child.send_signal(signal.SIGINT)
+
+    def wait_for_server(self, base_url: str, alias: str, limit_s: float = SERVER_WAIT_S) -> float:
+        """Wait until the model server answers again (a llama.cpp server answers one
+        request at a time, and may still be reading the prompt of a proposal the last
+        run left in flight); the seconds waited."""
+        from monsearch.errors import MonsearchError
+        from monsearch.search.llm_proposer import LLMProposerConfig, probe_endpoints
+
+        t0 = time.monotonic()
+        while not self.stopped:
+            try:
+                probe_endpoints(LLMProposerConfig.from_dict({"model": alias, "base_url": base_url}))
+                break
+            except MonsearchError:
+                if time.monotonic() - t0 > limit_s:
+                    break  # the run will say what is wrong
+                time.sleep(10)
+        return time.monotonic() - t0
 
     def evolve(self, run_id: str, args: list[str], stop_after: float | None = None) -> dict:
         """One ``evolve`` (stopped with Ctrl-C after ``stop_after`` seconds, if given)."""
@@ -486,15 +506,20 @@ def main() -> None:
             if bench.stopped:
                 break
             mixed = [*base, "--proposer", args.mix, *llm_args]
+            waited = bench.wait_for_server(base_url, alias)
             per["mixed"] = bench.evolve(f"mixed-{tag}", [*mixed, "--budget", str(args.budget)])
+            per["mixed"]["server_wait_s"] = round(waited, 1)
             if bench.stopped:
                 break
             w = per["offline"]["wall_s"]
             big = args.wall_budget or 20 * args.budget
+            waited = bench.wait_for_server(base_url, alias)
             per["mixed-wall"] = bench.evolve(
                 f"mixed-wall-{tag}", [*mixed, "--budget", str(big)], stop_after=w
             )
+            per["mixed-wall"]["server_wait_s"] = round(waited, 1)
             if args.llm_only and not bench.stopped:
+                bench.wait_for_server(base_url, alias)
                 per["llm-only"] = bench.evolve(
                     f"llm-only-{tag}",
                     [*base, "--budget", str(args.llm_only + 2), "--proposer", "llm",
