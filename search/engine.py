@@ -365,7 +365,8 @@ class Search:
         seed_ids = [f"c{i:05d}" for i in range(min(len(seeds), cfg.budget))]
         set_reference = getattr(self.evaluator, "set_reference", None)
         if set_reference is not None:
-            set_reference([self.records[i].fitness_json for i in seed_ids if i in self.records])
+            kept = [self.records[i] for i in seed_ids if i in self.records]
+            set_reference([r.fitness_json for r in kept], [r.source for r in kept])
         while seq < cfg.budget:
             if self.stop:
                 return "interrupted", self.stop.reason or "stopped"
