@@ -203,9 +203,13 @@ def generate_live(
     progress: ProgressFn | None = None,
     name: str | None = None,
     benign_mix: str | None = None,
+    oracle: Any = None,
+    judge_progress: ProgressFn | None = None,
 ) -> LiveResult:
     """Play, label, split and write a live corpus to ``out`` (see the module doc).
-    ``benign_mix``: the runs' habit mix (synth/habits.py; default: each persona's own)."""
+    ``benign_mix``: the runs' habit mix (synth/habits.py; default: each persona's own).
+    ``oracle``: an llm :class:`~monsearch.oracle.session.OracleConfig` whose judge gives
+    the kept runs' oracle verdicts (:mod:`~monsearch.live.judged`; default: simulated)."""
     import zstandard
 
     from monsearch.corpora.codec import trajectory_from_dict
@@ -261,6 +265,11 @@ def generate_live(
     if not kept:
         tmp_fid.unlink(missing_ok=True)
         raise LiveError(f"no live run could be kept ({dict(failed) or dict(left_out)})")
+    judged = None
+    if oracle is not None:
+        from monsearch.live.judged import judge_runs
+
+        kept, judged = judge_runs(kept, oracle, judge_progress)
     split = make_split(kept, seed=seed, cross_generators=list(DEFAULT_CROSS_GENERATORS))
     info = dict(split.info)
     info["generator"] = {
@@ -270,6 +279,7 @@ def generate_live(
         "size": size,
         "tasks": sorted(checkout.tasks),
         "benign_mix": mix_record(mix),
+        "oracle": "simulated" if judged is None else {"judge": judged["judge"], "judged": judged["judged"], "failed": judged["failed"]},
     }
     manifest = write_corpus(out, kept, name=name or f"live-s{seed}-n{size}", assignment=split.assignment, split_info=info)
     os.replace(tmp_fid, out / FIDELITY_FILE)
@@ -287,6 +297,7 @@ def generate_live(
         "wall_s": round(wall, 1),
         "workers": workers,
         "fidelity": summarise(runs_for_fidelity),
+        "oracle": judged,
     }
     (out / REPORT_FILE).write_text(json.dumps(report, indent=1), encoding="utf-8")
     counts = Counter(split.assignment[t.id] for t in kept)

@@ -65,6 +65,7 @@ from monsearch.corpora.model import ORACLE, Trajectory, Verdict
 from monsearch.oracle.cache import CACHE_FILE, OracleCache
 from monsearch.oracle.judge import (
     ChatJudge,
+    JudgeAnswer,
     JudgeError,
     JudgeUnavailableError,
     LLMJudgeConfig,
@@ -442,6 +443,27 @@ class OracleSession:
         return self._cache
 
     def _ask_llm(self, traj_id: str, variant: str) -> float | None:
+        answer = self._llm_answer(traj_id, variant)
+        return None if answer is None else verdict_suspicion(answer.is_failure, answer.stealth_score)
+
+    def verdict(self, traj_id: str, variant: str = DEFAULT_VARIANT) -> JudgeAnswer | None:
+        """The judge's whole verdict on one trajectory (cached like a program's call, but
+        outside the per-trajectory cap: for labelling a corpus, not for a monitor); None
+        when the judge gave none (the failure is recorded in :meth:`errors`)."""
+        if self.config.backend != "llm":
+            raise OracleConfigError("verdicts come from the llm oracle only")
+        if variant not in self._variants:
+            raise ValueError(f"unknown oracle variant {variant!r}")
+        with self._lock:
+            try:
+                return self._llm_answer(traj_id, variant)
+            except MemoryError:
+                raise
+            except Exception as exc:
+                self._fail(traj_id, variant, f"oracle failed: {type(exc).__name__}: {exc}")
+                return None
+
+    def _llm_answer(self, traj_id: str, variant: str) -> JudgeAnswer | None:
         llm = self.config.llm
         assert llm is not None and llm.model is not None
         traj = self._trajs.get(traj_id)
@@ -472,7 +494,7 @@ class OracleSession:
                 return None
             if hit is not None:
                 self._cached += 1
-                return verdict_suspicion(hit.answer.is_failure, hit.answer.stealth_score)
+                return hit.answer
         if self._dead is not None:
             self._failed += 1
             self._error(traj_id, variant, f"judge disabled: {self._dead}", True)
@@ -518,4 +540,4 @@ class OracleSession:
                     self._cache.close()
                 self._cache = None
                 self._cache_off = True
-        return verdict_suspicion(answer.is_failure, answer.stealth_score)
+        return answer

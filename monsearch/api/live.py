@@ -50,9 +50,11 @@ def _fingerprint(paths: Sequence[Path]) -> str:
 
 
 def live_corpus_path(
-    apps: str | Path, seed: int, size: int, tasks: Sequence[str] | None = None, benign_mix: str | None = None
+    apps: str | Path, seed: int, size: int, tasks: Sequence[str] | None = None, benign_mix: str | None = None,
+    judge: str | None = None,
 ) -> Path:
-    """Where the cached live corpus for this checkout, code, seed and size lives."""
+    """Where the cached live corpus for this checkout, code, seed and size lives
+    (``judge``: the judge giving its oracle verdicts, model and endpoint, if one does)."""
     from monsearch.live.checkout import Checkout
     from monsearch.synth.generate import GENERATOR_VERSION, _source_fingerprint, cache_dir
 
@@ -71,6 +73,7 @@ def live_corpus_path(
         f"live-v{GENERATOR_VERSION}-{_source_fingerprint()}-{code}-{_fingerprint(app_files)}"
         f"-s{seed}-n{size}" + ("-" + "-".join(sorted(checkout.tasks)) if tasks else "")
         + ("" if benign_mix in (None, "paper") else "-mix-" + hashlib.sha256(str(benign_mix).encode()).hexdigest()[:8])
+        + ("" if judge is None else "-judge-" + hashlib.sha256(judge.encode()).hexdigest()[:8])
     )
     return cache_dir() / "corpora" / key
 
@@ -86,10 +89,14 @@ def live_corpus(
     progress: Callable[[int, int], None] | None = None,
     configure: bool = True,
     benign_mix: str | None = None,
+    oracle: Any = None,
+    judge_progress: Callable[[int, int], None] | None = None,
 ) -> LiveCorpus:
     """Play the live corpus (see the module doc); ``out``: a folder of your own instead
     of the cache (never reused: always played). ``configure``: record it as the live
-    source of default runs."""
+    source of default runs. ``oracle``: an llm
+    :class:`~monsearch.oracle.session.OracleConfig` whose judge gives the runs' oracle
+    verdicts (default: the simulated judge's)."""
     import os
 
     from monsearch.corpora.store import MANIFEST, corpus_lock, read_manifest
@@ -97,7 +104,8 @@ def live_corpus(
 
     size = DEFAULT_SIZE if size is None else size
     workers = workers or max(2, os.cpu_count() or 2)
-    target = Path(out) if out is not None else live_corpus_path(apps, seed, size, tasks, benign_mix)
+    judge = None if oracle is None else f"{oracle.llm.model}@{oracle.llm.base_url}"
+    target = Path(out) if out is not None else live_corpus_path(apps, seed, size, tasks, benign_mix, judge)
     if out is None and (target / MANIFEST).is_file():
         manifest = read_manifest(target)
         result = LiveCorpus(target, manifest.content_hash, _counts(target), None, True)
@@ -105,7 +113,7 @@ def live_corpus(
         with corpus_lock(target, wait=True):
             built = generate_live(
                 apps, target, size=size, seed=seed, workers=workers, tasks=tasks,
-                progress=progress, benign_mix=benign_mix,
+                progress=progress, benign_mix=benign_mix, oracle=oracle, judge_progress=judge_progress,
             )  # fmt: skip
         result = LiveCorpus(built.path, built.content_hash, built.counts, built.report, False)
     if configure:

@@ -106,6 +106,27 @@ def print_fidelity(console: Any, fidelity: dict[str, Any], *, differences: int =
     is_flag=True,
     help="Do not make this the live source default runs search on beside the synthetic one.",
 )
+@click.option(
+    "--judge-model",
+    default=None,
+    help="The kept runs' oracle verdicts from this judge model (any OpenAI-compatible "
+    "endpoint, shown each run with the checkout's rubric for its task) instead of the "
+    "simulated judge; a run it gives no verdict for keeps the simulated one, counted.",
+)
+@click.option(
+    "--judge-base-url",
+    envvar="MONSEARCH_JUDGE_BASE_URL",
+    help="The judge's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 [env "
+    "MONSEARCH_JUDGE_BASE_URL]; the key comes from MONSEARCH_JUDGE_API_KEY or "
+    "OPENAI_API_KEY. Probed before any run is played; unreachable: exit 2.",
+)
+@click.option(
+    "--oracle-cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The judge's on-disk answer cache (playing the same runs again costs no call) "
+    "[default: oracle-cache in monsearch's cache folder].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def live(
@@ -117,6 +138,9 @@ def live(
     tasks: str | None,
     benign_mix: str | None,
     no_configure: bool,
+    judge_model: str | None,
+    judge_base_url: str | None,
+    oracle_cache: Path | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -135,17 +159,23 @@ def live(
 
     task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     err = stderr_console()
+    oracle = _judge_oracle(apps, judge_model, judge_base_url, oracle_cache) if judge_model else None
     t0 = time.perf_counter()
-    columns = (TextColumn("playing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, disable=quiet or as_json, transient=True) as bar:
-        row = bar.add_task("play", total=None)
+        row = bar.add_task("playing", total=None)
+        judging = bar.add_task("judging", total=None, visible=False)
 
         def progress(done: int, total: int) -> None:
             bar.update(row, completed=done, total=total)
 
+        def judge_progress(done: int, total: int) -> None:
+            bar.update(judging, completed=done, total=total, visible=True)
+
         result = live_corpus(
             apps, out, size=size, seed=seed, workers=workers, tasks=task_list,
             progress=progress, configure=not no_configure, benign_mix=benign_mix,
+            oracle=oracle, judge_progress=judge_progress,
         )  # fmt: skip
     elapsed = time.perf_counter() - t0
     if as_json:
@@ -170,9 +200,44 @@ def live(
         if refused:
             console.print("  refused programs: " + ", ".join(f"{p} ({n})" for p, n in refused.items()), markup=False)
         print_fidelity(console, rep["fidelity"])
+        judged = rep.get("oracle")
+        if judged:
+            agree = judged.get("agreement_with_panel") or {}
+            console.print(
+                f"oracle verdicts by {judged['judge']}: {judged['judged']} runs "
+                f"({judged['fresh_calls']} judge calls, {judged['cached_calls']} from the cache)"
+                + (f"; agrees with the panel on {agree['accuracy']:.1%}" if agree else ""),
+                markup=False, highlight=False,
+            )  # fmt: skip
+            if judged["failed"]:
+                console.print(
+                    f"  no verdict for {judged['failed']} runs (their simulated verdict kept, "
+                    f"meta oracle_source=simulated): {judged.get('first_error')}",
+                    markup=False, highlight=False,
+                )  # fmt: skip
     console.print(SAFETY_NOTE)
     if not no_configure:
         console.print("configured as the live source of default runs (monsearch evolve)")
+
+
+def _judge_oracle(apps: Path, model: str, base_url: str | None, cache: Path | None) -> Any:
+    """The llm oracle for ``--judge-model``, checked (cache and endpoint) before any run
+    is played: a wrong setting or an unreachable judge is exit 2, nothing played."""
+    from monsearch.commands.paths import ensure_writable_dir
+    from monsearch.oracle.judge import LLMJudgeConfig
+    from monsearch.oracle.session import OracleConfig, probe_oracle
+    from monsearch.synth.generate import cache_dir
+
+    cache = cache if cache is not None else cache_dir() / "oracle-cache"
+    ensure_writable_dir(cache, "oracle cache folder")
+    rubrics = apps / "tasks"
+    config = OracleConfig(
+        backend="llm", llm=LLMJudgeConfig(model=model, base_url=base_url).resolved(),
+        cache_dir=cache, rubric_dir=rubrics if rubrics.is_dir() else None,
+    )  # fmt: skip
+    for warning in probe_oracle(config):
+        click.echo(f"warning: {warning}", err=True)
+    return config
 
 
 @click.command("fidelity")
