@@ -52,6 +52,19 @@ PENALTY = 8.0
 CAUGHT = 0.05
 
 
+def shortfall(
+    reference: Mapping[str, float], mine: Mapping[str, Any], tolerance: float = TOLERANCE
+) -> float | None:
+    """The mean, over the dimensions ``reference`` catches (budget-AUC at least
+    :data:`CAUGHT`), of how far ``mine`` falls below it beyond ``tolerance``; None when it
+    catches none."""
+    caught = {d: v for d, v in reference.items() if v >= CAUGHT}
+    if not caught:
+        return None
+    short = [max(0.0, best - tolerance - float(mine.get(d) or 0.0)) for d, best in caught.items()]
+    return sum(short) / len(short)
+
+
 @dataclass(frozen=True)
 class Group:
     """One source's val runs: their positions in the pooled split."""
@@ -140,12 +153,9 @@ class Reference:
         per_group = []
         for name, dims in self.by_dimension.items():
             g = groups.get(name)
-            caught = {d: v for d, v in dims.items() if v >= CAUGHT}
-            if g is None or not caught:
-                continue
-            mine = g.get("by_dimension") or {}
-            short = [max(0.0, best - tolerance - float(mine.get(d) or 0.0)) for d, best in caught.items()]
-            per_group.append(sum(short) / len(short))
+            short = None if g is None else shortfall(dims, g.get("by_dimension") or {}, tolerance)
+            if short is not None:
+                per_group.append(short)
         return PENALTY * (sum(per_group) / len(per_group)) if per_group else 0.0
 
     def to_dict(self) -> dict[str, Any]:

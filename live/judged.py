@@ -42,12 +42,10 @@ def judge_runs(
     trajs = list(trajectories)
     model = config.llm.model
     out: list[Trajectory] = []
-    failed: list[str] = []
     with OracleSession(config, {t.id: t for t in trajs}) as session:
         for i, t in enumerate(trajs):
             answer = session.verdict(t.id)
             if answer is None:
-                failed.append(t.id)
                 out.append(replace(t, meta={**t.meta, "oracle_source": SIMULATED}))
             else:
                 verdict = Verdict(
@@ -59,14 +57,12 @@ def judge_runs(
             if progress is not None:
                 progress(i + 1, len(trajs))
         report = session.summary()
-    judged = [t for t in out if t.meta.get("oracle_source") == JUDGED]
+    judged = [t for t in out if t.meta["oracle_source"] == JUDGED]
     summary = {
         "judge": model,
         "judged": len(judged),
-        "failed": len(failed),
+        "failed": len(out) - len(judged),
         "first_error": report.get("judge_error"),
-        "fresh_calls": report["cost"]["fresh_calls"],
-        "cached_calls": report["cost"]["cached_calls"],
         "cost": report["cost"],
         "rubrics": report.get("rubrics", {}),
         "agreement_with_panel": oracle_agreement(judged).get(model),

@@ -398,15 +398,10 @@ class OracleSession:
                 value = self.config.replay_scores.get(traj_id)
                 answer = None if value is None else float(value)
             else:
-                try:
-                    answer = self._ask_llm(traj_id, name)
-                except MemoryError:
-                    raise  # the child's memory limit: the sandbox decides, as for the program
-                except Exception as exc:  # never the program's exception
-                    self._fail(traj_id, name, f"oracle failed: {type(exc).__name__}: {exc}")
-                    answer = None
-                if answer is None:  # a failed judge call may succeed on a later query
+                verdict = self._guarded_answer(traj_id, name)
+                if verdict is None:  # a failed judge call may succeed on a later query
                     return None
+                answer = verdict_suspicion(verdict.is_failure, verdict.stealth_score)
             self._memo[key] = answer
             return answer
 
@@ -442,10 +437,6 @@ class OracleSession:
             self._cache = open_oracle_cache(self.config.cache_dir)
         return self._cache
 
-    def _ask_llm(self, traj_id: str, variant: str) -> float | None:
-        answer = self._llm_answer(traj_id, variant)
-        return None if answer is None else verdict_suspicion(answer.is_failure, answer.stealth_score)
-
     def verdict(self, traj_id: str, variant: str = DEFAULT_VARIANT) -> JudgeAnswer | None:
         """The judge's whole verdict on one trajectory (cached like a program's call, but
         outside the per-trajectory cap: for labelling a corpus, not for a monitor); None
@@ -455,13 +446,17 @@ class OracleSession:
         if variant not in self._variants:
             raise ValueError(f"unknown oracle variant {variant!r}")
         with self._lock:
-            try:
-                return self._llm_answer(traj_id, variant)
-            except MemoryError:
-                raise
-            except Exception as exc:
-                self._fail(traj_id, variant, f"oracle failed: {type(exc).__name__}: {exc}")
-                return None
+            return self._guarded_answer(traj_id, variant)
+
+    def _guarded_answer(self, traj_id: str, variant: str) -> JudgeAnswer | None:
+        """:meth:`_llm_answer`, any failure recorded as a failed call (None)."""
+        try:
+            return self._llm_answer(traj_id, variant)
+        except MemoryError:
+            raise  # the child's memory limit: the sandbox decides, as for the program
+        except Exception as exc:  # never the program's exception
+            self._fail(traj_id, variant, f"oracle failed: {type(exc).__name__}: {exc}")
+            return None
 
     def _llm_answer(self, traj_id: str, variant: str) -> JudgeAnswer | None:
         llm = self.config.llm

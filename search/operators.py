@@ -87,7 +87,7 @@ def keeping_fitness(
     (eval/sources.py's penalty, against the parent on train): an added detector's weight
     is chosen so that it adds to the monitor, not by drowning another kind of failure
     under new false alarms at the top of the benign scores."""
-    from monsearch.eval.sources import CAUGHT, PENALTY, TOLERANCE
+    from monsearch.eval.sources import PENALTY, shortfall
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -95,12 +95,8 @@ def keeping_fitness(
     agg = result.aggregate
     if agg is None or math.isnan(agg):
         return 0.0
-    caught = {d: v for d, v in parent_dims.items() if v >= CAUGHT}
-    if not caught:
-        return float(agg)
-    mine = result.by_dimension
-    short = [max(0.0, v - TOLERANCE - float(mine.get(d) or 0.0)) for d, v in caught.items()]
-    return float(agg) - PENALTY * sum(short) / len(short)
+    short = shortfall(parent_dims, result.by_dimension)
+    return float(agg) - (0.0 if short is None else PENALTY * short)
 
 
 def _scale(scores: np.ndarray | None, labels: np.ndarray) -> float:

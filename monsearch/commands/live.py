@@ -205,7 +205,7 @@ def live(
             agree = judged.get("agreement_with_panel") or {}
             console.print(
                 f"oracle verdicts by {judged['judge']}: {judged['judged']} runs "
-                f"({judged['fresh_calls']} judge calls, {judged['cached_calls']} from the cache)"
+                f"({judged['cost']['fresh_calls']} judge calls, {judged['cost']['cached_calls']} from the cache)"
                 + (f"; agrees with the panel on {agree['accuracy']:.1%}" if agree else ""),
                 markup=False, highlight=False,
             )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -91,7 +92,7 @@ def test_a_configured_judge_gives_the_oracle_verdicts_and_a_failed_call_is_count
     kept_simulated = [t for t in trajs if t.meta["oracle_source"] == "simulated"]
     rep = result.report["oracle"]
     assert (rep["judged"], rep["failed"]) == (len(judged), len(kept_simulated)) == (len(trajs) - 1, 1)
-    assert "400" in rep["first_error"] and rep["fresh_calls"] == len(trajs)
+    assert "400" in rep["first_error"] and rep["cost"]["fresh_calls"] == len(trajs)
     prompts = [r.body["messages"][0]["content"] for r in stub.chat_requests]
     for t in judged:
         (v,) = t.oracle
@@ -110,7 +111,7 @@ def test_a_configured_judge_gives_the_oracle_verdicts_and_a_failed_call_is_count
 
     before = stub.chat_count
     again, summary = judge_runs(judged, judge[1])
-    assert stub.chat_count == before and summary["cached_calls"] == len(judged)
+    assert stub.chat_count == before and summary["cost"]["cached_calls"] == len(judged)
     assert [t.oracle for t in again] == [t.oracle for t in judged]
 
 
@@ -139,3 +140,20 @@ def test_an_unreachable_judge_is_refused_before_any_run_is_played(tmp_path):
     assert done.returncode == 2, done.stderr
     assert "127.0.0.1:9" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_the_cli_says_whose_oracle_verdicts_the_corpus_holds(tmp_path):
+    with StubJudgeServer(keywords=KEYWORDS, api_key="sk-test") as stub:
+        cmd = [sys.executable, "-m", "monsearch", "corpus", "live", "--apps", str(checkout()),
+               "--tasks", TASKS[0], "--size", "14", "--out", str(tmp_path / "c"), "--no-configure",
+               "--quiet", "--judge-model", "stub-judge", "--judge-base-url", stub.base_url,
+               "--oracle-cache", str(tmp_path / "cache")]  # fmt: skip
+        env = {**os.environ, "MONSEARCH_JUDGE_API_KEY": "sk-test"}
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+        calls = stub.chat_count
+    assert done.returncode == 0, done.stderr
+    n = len(load_corpus(tmp_path / "c", None).trajectories())
+    assert calls == n
+    line = next(x for x in done.stdout.splitlines() if x.startswith("oracle verdicts by"))
+    assert line.startswith(f"oracle verdicts by stub-judge: {n} runs ({n} judge calls, 0 from the cache)")
+    assert "agrees with the panel on" in line
